@@ -1,0 +1,41 @@
+"""The Celery app. Configuration comes from Django settings under the ``CELERY_`` namespace.
+
+Celery silently ignores a setting it does not know, so a misspelled ``CELERY_TASK_ACKS_LATE``
+would quietly turn off crash safety. ``unknown_celery_settings`` lists such names; the app refuses
+to configure itself while any exists, and ``manage.py check`` reports them too.
+"""
+import os
+
+from celery import Celery
+from celery.app.defaults import NAMESPACES, flatten
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "novelsite.settings")
+
+app = Celery("novelsite")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+_KNOWN_CELERY_KEYS = frozenset(name for name, _option in flatten(NAMESPACES))
+
+
+def unknown_celery_settings(settings_obj=None) -> list[str]:
+    """Names of ``CELERY_*`` settings that Celery does not recognise."""
+    if settings_obj is None:
+        from django.conf import settings as settings_obj
+    unknown = []
+    for name in dir(settings_obj):
+        if name.startswith("CELERY_") and name[len("CELERY_"):].lower() not in _KNOWN_CELERY_KEYS:
+            unknown.append(name)
+    return sorted(unknown)
+
+
+@app.on_configure.connect
+def _refuse_unknown_settings(sender, **kwargs) -> None:
+    unknown = unknown_celery_settings()
+    if unknown:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"Unknown Celery setting(s): {', '.join(unknown)}. "
+            "Check the spelling against https://docs.celeryq.dev/en/stable/userguide/configuration.html"
+        )

@@ -1,0 +1,27 @@
+"""System checks for the runtime settings, so ``manage.py check`` (and every server start)
+catches what would otherwise fail quietly under load."""
+from django.conf import settings
+from django.core.checks import Error, Tags, register
+
+
+@register(Tags.compatibility)
+def celery_settings_check(app_configs=None, **kwargs) -> list[Error]:
+    from novelsite.celery import unknown_celery_settings
+
+    errors = [
+        Error(f"Unknown Celery setting {name}: Celery would ignore it.", id="novelsite.E001")
+        for name in unknown_celery_settings(settings)
+    ]
+    visibility = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout", 3600)
+    longest = settings.CELERY_TASK_TIME_LIMIT + settings.NOVELSITE_MAX_RETRY_COUNTDOWN
+    if visibility <= longest:
+        errors.append(
+            Error(
+                f"Redis visibility_timeout ({visibility}s) must exceed the hard time limit plus the longest "
+                f"retry countdown ({longest}s), or a running stage is handed to a second worker.",
+                id="novelsite.E002",
+            )
+        )
+    if settings.CELERY_TASK_SOFT_TIME_LIMIT >= settings.CELERY_TASK_TIME_LIMIT:
+        errors.append(Error("CELERY_TASK_SOFT_TIME_LIMIT must be below CELERY_TASK_TIME_LIMIT.", id="novelsite.E003"))
+    return errors

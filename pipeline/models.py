@@ -1,0 +1,191 @@
+"""The pipeline's own runtime records. Story data lives in ``projects``; these rows say what the
+machine did, with what, and what it cost. ``pipeline`` imports ``projects``, never the reverse."""
+from django.conf import settings
+from django.db import models
+from simple_history.models import HistoricalRecords
+
+from projects.json_fields import SchemaJSONField
+from projects.models import Project
+from projects.models.base import EditVersioned
+
+
+def empty_blackboard() -> dict:
+    return {"meta": {}, "content": {}, "control": {}}
+
+
+class RunKind(models.TextChoices):
+    CHAPTER = "chapter"
+    QUICKSTART = "quickstart"
+    PLAN = "plan"
+    REVIEW = "review"
+    REWRITE = "rewrite"
+    PROMOTION = "promotion"
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    WAITING = "waiting"  # stopped at a NOVEL_ASK gate or a plan approval
+    ERROR = "error"  # retries spent: the project is in ERROR_RETRY until someone retries
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+
+ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING, RunStatus.ERROR)
+
+
+class PipelineRun(models.Model):
+    """One chapter, plan, quick-start, review or promotion run, with its blackboard (seed 001) as
+    staging: nothing reaches the story tables before commit. The lease says which worker may
+    advance it and until when; an expired lease lets the reconciler resume the run."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    kind = models.CharField(max_length=12, choices=RunKind)
+    chapter = models.PositiveIntegerField(null=True, blank=True)
+    volume_number = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=RunStatus, default=RunStatus.QUEUED)
+    stage = models.CharField(max_length=32, blank=True, help_text="The step this run is at.")
+    blackboard = SchemaJSONField(schema_name="BLACKBOARD", default=empty_blackboard, editor="raw")
+    lease_owner = models.CharField(max_length=64, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempt = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            # One project advances one thing at a time; promotion posts may run beside it.
+            models.UniqueConstraint(
+                fields=["project"],
+                condition=models.Q(status__in=ACTIVE_RUN_STATUSES) & ~models.Q(kind=RunKind.PROMOTION),
+                name="pipelinerun_one_active_per_project",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "lease_expires_at"], name="run_lease_idx"),
+            models.Index(fields=["project", "kind", "chapter"], name="run_chapter_idx"),
+        ]
+
+    def __str__(self) -> str:
+        target = f" ch{self.chapter}" if self.chapter else ""
+        return f"{self.kind}{target} [{self.status}/{self.stage or '-'}]"
+
+
+class StageRun(models.Model):
+    """One attempt at one stage of a run: model, timing, tokens, cost and the prompt receipt."""
+
+    run = models.ForeignKey(PipelineRun, on_delete=models.CASCADE, related_name="stage_runs")
+    stage = models.CharField(max_length=32)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    status = models.CharField(
+        max_length=10, choices=[("running", "running"), ("succeeded", "succeeded"), ("failed", "failed")],
+        default="running",
+    )
+    backend = models.CharField(max_length=20, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    duration_ms = models.PositiveBigIntegerField(null=True, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cache_creation_tokens = models.PositiveIntegerField(default=0)
+    cache_read_tokens = models.PositiveIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    receipt = SchemaJSONField(schema_name="PROMPT_RECEIPT", default=dict, blank=True, editor="raw")
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["run", "started_at", "pk"]
+        indexes = [models.Index(fields=["run", "stage"], name="stagerun_stage_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.stage}#{self.attempt} ({self.status})"
+
+
+class LLMCall(models.Model):
+    """A finished LLM call and its output, keyed so that a redelivered task finds it and never
+    pays twice (DESIGN §4)."""
+
+    run = models.ForeignKey(PipelineRun, on_delete=models.CASCADE, related_name="llm_calls")
+    stage_run = models.ForeignKey(StageRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="llm_calls")
+    call_key = models.CharField(max_length=200, unique=True, help_text="run:stage:attempt:sequence")
+    backend = models.CharField(max_length=20)
+    model = models.CharField(max_length=100)
+    request_sha256 = models.CharField(max_length=64)
+    output_text = models.TextField()
+    stop_reason = models.CharField(max_length=40, blank=True)
+    usage = SchemaJSONField(schema_name="LLM_USAGE", default=dict, blank=True, editor="raw")
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    duration_ms = models.PositiveBigIntegerField(default=0)
+    request_id = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "created_at", "pk"]
+        verbose_name = "LLM call"
+
+    def __str__(self) -> str:
+        return self.call_key
+
+
+class GateStatus(models.TextChoices):
+    OPEN = "open"
+    ANSWERED = "answered"
+    CANCELLED = "cancelled"
+
+
+class GateQuestion(models.Model):
+    """A NOVEL_ASK QuestionSpec (seed 003) a step stopped at."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="gate_questions")
+    run = models.ForeignKey(PipelineRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="questions")
+    step = models.CharField(max_length=60, help_text="Step id, e.g. chapter:048:judge or volume:validate.")
+    topic = models.CharField(max_length=200)
+    spec = SchemaJSONField(schema_name="QUESTION_SPEC", editor="raw")
+    answer_path = models.CharField(max_length=300)
+    status = models.CharField(max_length=10, choices=GateStatus, default=GateStatus.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "-created_at", "-pk"]
+        indexes = [models.Index(fields=["project", "status"], name="gate_open_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.step}: {self.topic} ({self.status})"
+
+
+class GateAnswer(models.Model):
+    """The AnswerSpec for a question, exported at its ``answer_path``."""
+
+    question = models.OneToOneField(GateQuestion, on_delete=models.CASCADE, related_name="answer")
+    answer = SchemaJSONField(schema_name="ANSWER_SPEC", editor="raw")
+    answered_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    answered_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-answered_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"answer to {self.question_id}"
+
+
+class PromptTemplate(EditVersioned):
+    """A project's override of one default template in ``pipeline/prompts/`` (validated on save)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="prompt_templates")
+    name = models.CharField(max_length=100, help_text="The default template's file name, e.g. draft.j2.")
+    source = models.TextField()
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [models.UniqueConstraint(fields=["project", "name"], name="prompttemplate_unique_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.project.slug})"

@@ -1,0 +1,295 @@
+"""Admin for story data. People edit here; JSON is edited through django-jsonform; every save goes
+through ``projects.services`` (validation, version check, history)."""
+from django.contrib import admin
+from django.http import HttpRequest
+
+from projects.admin.base import ProjectScopedAdmin, VersionedStoryAdmin, editable_projects, request_allows
+from projects.models import (
+    CHECKPOINT_FIELDS,
+    ArchivedSummary,
+    Chapter,
+    ChapterContract,
+    ChapterLog,
+    ChapterSummary,
+    Character,
+    Evaluation,
+    ExtraFile,
+    Foreshadowing,
+    ForeshadowingEvent,
+    Membership,
+    Project,
+    ResearchNote,
+    StateChange,
+    StoryState,
+    Storyline,
+    Volume,
+    VolumeStateSnapshot,
+    WorldDoc,
+    WorldRule,
+)
+from projects.permissions import Action
+from projects.services.projects import project_create, project_update
+
+admin.site.site_header = "Novelsite"
+admin.site.site_title = "Novelsite"
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+
+    def _manages(self, request: HttpRequest, obj) -> bool:
+        return obj is not None and request_allows(request, obj.pk, Action.MANAGE)
+
+    def has_view_permission(self, request, obj=None):
+        return True  # the inline lives on a project page the user may already see
+
+    def has_add_permission(self, request, obj=None):
+        return self._manages(request, obj)
+
+    def has_change_permission(self, request, obj=None):
+        return self._manages(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._manages(request, obj)
+
+
+@admin.register(Project)
+class ProjectAdmin(ProjectScopedAdmin, admin.ModelAdmin):
+    project_field = "pk"
+    delete_action = Action.MANAGE
+    list_display = ["title", "slug", "orchestrator_state", "current_volume", "last_completed_chapter",
+                    "autopilot_enabled", "updated_at"]
+    list_filter = ["orchestrator_state", "autopilot_enabled", "genre"]
+    search_fields = ["title", "slug"]
+    prepopulated_fields = {"slug": ["title"]}
+    readonly_fields = [*CHECKPOINT_FIELDS, "checkpoint_extra", "created_at", "updated_at"]
+    inlines = [MembershipInline]
+    fieldsets = [
+        (None, {"fields": ["title", "slug", "brief", "genre", "target_platform", "genre_drive_type"]}),
+        ("Style", {"fields": ["style_profile", "ai_blacklist", "style_drift"]}),
+        ("Storylines and relationships", {"fields": ["storyline_spec", "storylines_meta", "relationships"],
+                                          "classes": ["collapse"]}),
+        ("Autopilot and gates", {"fields": ["autopilot_enabled", "autopilot_chapters_per_night",
+                                            "autopilot_cost_cap_usd", "gate_settings", "stage_models"]}),
+        ("Checkpoint (moved by the pipeline)", {"fields": [*CHECKPOINT_FIELDS, "checkpoint_extra"],
+                                                "classes": ["collapse"]}),
+        (None, {"fields": ["created_at", "updated_at"]}),
+    ]
+
+    def has_add_permission(self, request):
+        return request.user.is_active and request.user.is_staff  # any teammate may start a novel
+
+    def has_module_permission(self, request):
+        return request.user.is_active and request.user.is_staff
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            project_update(project=obj, editor=request.user)
+        else:
+            fields = {f.name: getattr(obj, f.name) for f in obj._meta.concrete_fields
+                      if f.name in form.fields and f.name not in ("slug", "title")}
+            created = project_create(owner=request.user, slug=obj.slug, title=obj.title, **fields)
+            obj.pk = created.pk
+
+
+@admin.register(Membership)
+class MembershipAdmin(ProjectScopedAdmin):
+    edit_action = Action.MANAGE
+    delete_action = Action.MANAGE
+    list_display = ["project", "user", "role", "created_at"]
+    list_filter = ["role"]
+    list_select_related = ["project", "user"]
+    search_fields = ["project__title", "project__slug", "user__username"]
+    autocomplete_fields = ["project"]
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "project" and not request.user.is_superuser:
+            kwargs["queryset"] = Project.objects.filter(
+                memberships__user=request.user, memberships__role="owner"
+            )
+            return admin.ModelAdmin.formfield_for_foreignkey(self, db_field, request, **kwargs)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+@admin.register(ResearchNote)
+class ResearchNoteAdmin(VersionedStoryAdmin):
+    list_display = ["name", "project", "updated_at"]
+    list_select_related = ["project"]
+    search_fields = ["name", "content"]
+    list_filter = ["project"]
+    autocomplete_fields = ["project"]
+
+
+@admin.register(WorldDoc)
+class WorldDocAdmin(VersionedStoryAdmin):
+    list_display = ["name", "project", "updated_at"]
+    list_select_related = ["project"]
+    search_fields = ["name", "content"]
+    list_filter = ["project"]
+    autocomplete_fields = ["project"]
+
+
+@admin.register(WorldRule)
+class WorldRuleAdmin(VersionedStoryAdmin):
+    list_display = ["rule_id", "project", "category", "constraint_type", "canon_status", "short_rule"]
+    list_select_related = ["project"]
+    list_filter = ["constraint_type", "canon_status", "project"]
+    search_fields = ["rule_id", "rule", "category"]
+    autocomplete_fields = ["project"]
+
+    @admin.display(description="rule")
+    def short_rule(self, obj: WorldRule) -> str:
+        return obj.rule[:60]
+
+
+@admin.register(Character)
+class CharacterAdmin(VersionedStoryAdmin):
+    list_display = ["display_name", "slug", "project", "status", "canon_status", "updated_at"]
+    list_select_related = ["project"]
+    list_filter = ["status", "canon_status", "project"]
+    search_fields = ["slug", "display_name", "profile"]
+    autocomplete_fields = ["project"]
+
+
+@admin.register(Storyline)
+class StorylineAdmin(VersionedStoryAdmin):
+    list_display = ["name", "slug", "project", "type", "status", "scope"]
+    list_select_related = ["project"]
+    list_filter = ["status", "scope", "project"]
+    search_fields = ["slug", "name", "description"]
+    autocomplete_fields = ["project"]
+
+
+class ChapterContractInline(admin.TabularInline):
+    model = ChapterContract
+    fields = ["chapter", "version"]
+    readonly_fields = ["chapter", "version"]
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Volume)
+class VolumeAdmin(VersionedStoryAdmin):
+    list_display = ["__str__", "project", "title", "status", "updated_at"]
+    list_select_related = ["project"]
+    list_filter = ["status", "project"]
+    search_fields = ["title", "outline", "project__slug"]
+    autocomplete_fields = ["project"]
+    inlines = [ChapterContractInline]
+
+
+@admin.register(ChapterContract)
+class ChapterContractAdmin(VersionedStoryAdmin):
+    list_display = ["__str__", "project", "volume", "chapter"]
+    list_select_related = ["project", "volume"]
+    list_filter = ["project"]
+    search_fields = ["chapter", "project__slug"]
+    autocomplete_fields = ["project", "volume"]
+
+
+@admin.register(Chapter)
+class ChapterAdmin(VersionedStoryAdmin):
+    list_display = ["number", "title", "project", "volume", "storyline", "word_count", "updated_at"]
+    list_select_related = ["project", "volume", "storyline"]
+    list_filter = ["project", "volume"]
+    search_fields = ["title", "number", "project__slug"]
+    autocomplete_fields = ["project", "volume", "storyline"]
+    readonly_fields = ("version", "word_count")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("text")  # never load the whole novel for a list
+
+
+class PipelineOwnedAdmin(ProjectScopedAdmin):
+    """Written by the pipeline; people read it here and change it through the pipeline."""
+
+    pipeline_owned = True
+
+
+@admin.register(ChapterSummary)
+class ChapterSummaryAdmin(PipelineOwnedAdmin):
+    list_display = ["chapter", "project", "storyline_slug", "updated_at"]
+    list_select_related = ["chapter", "project"]
+    list_filter = ["project"]
+    search_fields = ["text"]
+
+
+@admin.register(ArchivedSummary)
+class ArchivedSummaryAdmin(PipelineOwnedAdmin):
+    list_display = ["__str__", "project", "level", "volume_number", "superseded", "created_at"]
+    list_select_related = ["project"]
+    list_filter = ["level", "superseded", "project"]
+    search_fields = ["text"]
+
+
+@admin.register(Evaluation)
+class EvaluationAdmin(PipelineOwnedAdmin):
+    list_display = ["chapter", "project", "overall", "recommendation", "gate_decision", "force_passed", "revisions"]
+    list_select_related = ["chapter", "project"]
+    list_filter = ["gate_decision", "force_passed", "project"]
+
+
+@admin.register(ChapterLog)
+class ChapterLogAdmin(PipelineOwnedAdmin):
+    list_display = ["chapter", "project", "gate_decision", "total_duration_ms", "total_cost_usd"]
+    list_select_related = ["chapter", "project"]
+    list_filter = ["gate_decision", "project"]
+
+
+@admin.register(StoryState)
+class StoryStateAdmin(PipelineOwnedAdmin):
+    list_display = ["project", "state_version", "schema_version", "updated_at"]
+    list_select_related = ["project"]
+
+
+@admin.register(StateChange)
+class StateChangeAdmin(PipelineOwnedAdmin):
+    list_display = ["project", "state_version", "chapter", "storyline_slug", "source", "created_by", "created_at"]
+    list_select_related = ["project", "created_by"]
+    list_filter = ["source", "project"]
+    search_fields = ["storyline_slug"]
+
+
+@admin.register(VolumeStateSnapshot)
+class VolumeStateSnapshotAdmin(PipelineOwnedAdmin):
+    list_display = ["__str__", "project", "created_at"]
+    list_select_related = ["project"]
+
+
+class ForeshadowingEventInline(admin.TabularInline):
+    model = ForeshadowingEvent
+    extra = 0
+    readonly_fields = ["chapter", "action", "detail"]
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Foreshadowing)
+class ForeshadowingAdmin(ProjectScopedAdmin):
+    list_display = ["fid", "project", "scope", "status", "planted_chapter", "target_resolve_end",
+                    "last_updated_chapter"]
+    list_select_related = ["project"]
+    list_filter = ["scope", "status", "project"]
+    search_fields = ["fid", "description"]
+    autocomplete_fields = ["project"]
+    readonly_fields = ["status", "planted_chapter", "planted_storyline", "last_updated_chapter"]
+    inlines = [ForeshadowingEventInline]
+
+
+@admin.register(ExtraFile)
+class ExtraFileAdmin(ProjectScopedAdmin):
+    list_display = ["path", "project"]
+    list_select_related = ["project"]
+    list_filter = ["project"]
+    search_fields = ["path"]
+    autocomplete_fields = ["project"]
+
+
+__all__ = ["ProjectAdmin", "editable_projects"]

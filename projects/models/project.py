@@ -1,0 +1,163 @@
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MaxLengthValidator, MinValueValidator
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+from simple_history.models import HistoricalRecords
+
+from projects.json_fields import SchemaJSONField
+
+BRIEF_MAX_CHARS = 1000  # seed 000 §9.1: brief.md, ≤1000 字
+
+
+class OrchestratorState(models.TextChoices):  # facts §3; no .checkpoint.json means INIT
+    INIT = "INIT"
+    QUICK_START = "QUICK_START"
+    VOL_PLANNING = "VOL_PLANNING"
+    WRITING = "WRITING"
+    CHAPTER_REWRITE = "CHAPTER_REWRITE"
+    VOL_REVIEW = "VOL_REVIEW"
+    ERROR_RETRY = "ERROR_RETRY"
+
+
+class PipelineStage(models.TextChoices):  # seed 000 §9.2; null means idle
+    DRAFTING = "drafting"
+    DRAFTED = "drafted"
+    REFINED = "refined"
+    JUDGED = "judged"
+    REVISING = "revising"
+    COMMITTED = "committed"
+
+
+class VolumePipelineStage(models.TextChoices):  # facts §3
+    OUTLINE = "outline"
+    VALIDATE = "validate"
+    COMMIT = "commit"
+
+
+class QuickstartPhase(models.TextChoices):  # facts §5
+    WORLD = "world"
+    CHARACTERS = "characters"
+    STYLE = "style"
+    F0 = "f0"
+    TRIAL = "trial"
+    RESULTS = "results"
+
+
+class GenreDriveType(models.TextChoices):  # facts §10.16; shifts dormancy thresholds (§12)
+    PLOT = "plot"
+    CHARACTER = "character"
+    SUSPENSE = "suspense"
+    SLICE_OF_LIFE = "slice_of_life"
+
+
+# The fields of .checkpoint.json, in the seed's order. The pipeline writes them with
+# QuerySet.update() so that a checkpoint move is not recorded as a human edit in the history.
+CHECKPOINT_FIELDS = (
+    "last_completed_chapter",
+    "current_volume",
+    "orchestrator_state",
+    "pipeline_stage",
+    "volume_pipeline_stage",
+    "quickstart_phase",
+    "inflight_chapter",
+    "revision_count",
+    "hook_fix_count",
+    "title_fix_count",
+    "last_committed_volume",
+    "pending_actions",
+    "last_checkpoint_time",
+)
+
+
+class Project(models.Model):
+    """One novel. Story settings people edit, plus the checkpoint the pipeline moves."""
+
+    slug = models.SlugField(max_length=60, unique=True)
+    title = models.CharField(max_length=200)
+    brief = models.TextField(blank=True, validators=[MaxLengthValidator(BRIEF_MAX_CHARS)])
+    genre = models.CharField(max_length=40, blank=True, help_text=_("e.g. xuanhuan, dushi, scifi"))
+    target_platform = models.CharField(max_length=40, blank=True, help_text=_("qidian, fanqie, jinjiang …"))
+    genre_drive_type = models.CharField(max_length=20, choices=GenreDriveType, blank=True)
+
+    style_profile = SchemaJSONField(schema_name="STYLE_PROFILE", default=dict, blank=True)
+    ai_blacklist = SchemaJSONField(schema_name="AI_BLACKLIST", default=dict, blank=True)
+    style_drift = SchemaJSONField(schema_name="STYLE_DRIFT", null=True, blank=True)
+    relationships = SchemaJSONField(schema_name="OPAQUE_JSON", default=dict, blank=True, editor="raw")
+    storyline_spec = SchemaJSONField(schema_name="STORYLINE_SPEC", default=dict, blank=True)
+    storylines_meta = SchemaJSONField(schema_name="STORYLINES_META", default=dict, blank=True)
+
+    autopilot_enabled = models.BooleanField(default=False)
+    autopilot_chapters_per_night = models.PositiveSmallIntegerField(default=3)
+    autopilot_cost_cap_usd = models.DecimalField(
+        max_digits=8, decimal_places=2, default=Decimal("5.00"), validators=[MinValueValidator(Decimal("0"))]
+    )
+    gate_settings = SchemaJSONField(schema_name="GATE_SETTINGS", default=dict, blank=True)
+    stage_models = SchemaJSONField(schema_name="STAGE_MODELS", default=dict, blank=True)
+
+    # --- checkpoint (.checkpoint.json, facts §3) ---
+    last_completed_chapter = models.PositiveIntegerField(default=0)
+    current_volume = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
+    orchestrator_state = models.CharField(max_length=20, choices=OrchestratorState, default=OrchestratorState.INIT)
+    pipeline_stage = models.CharField(max_length=12, choices=PipelineStage, null=True, blank=True)
+    volume_pipeline_stage = models.CharField(max_length=10, choices=VolumePipelineStage, null=True, blank=True)
+    quickstart_phase = models.CharField(max_length=12, choices=QuickstartPhase, null=True, blank=True)
+    inflight_chapter = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
+    revision_count = models.PositiveSmallIntegerField(default=0)
+    hook_fix_count = models.PositiveSmallIntegerField(default=0)
+    title_fix_count = models.PositiveSmallIntegerField(default=0)
+    last_committed_volume = models.PositiveIntegerField(default=0)
+    pending_actions = SchemaJSONField(schema_name="PENDING_ACTIONS", default=list, blank=True, editor="raw")
+    last_checkpoint_time = models.DateTimeField(null=True, blank=True)
+    checkpoint_extra = SchemaJSONField(schema_name="CHECKPOINT_EXTRA", default=dict, blank=True, editor="raw")
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    history = HistoricalRecords(excluded_fields=[*CHECKPOINT_FIELDS, "checkpoint_extra", "updated_at"])
+
+    class Meta:
+        ordering = ["title", "pk"]
+        indexes = [models.Index(fields=["autopilot_enabled"], name="project_autopilot_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.slug})"
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", _("Owner")
+    EDITOR = "editor", _("Editor")
+    REVIEWER = "reviewer", _("Reviewer")
+    VIEWER = "viewer", _("Viewer")
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="novel_memberships")
+    role = models.CharField(max_length=10, choices=Role, default=Role.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "user"]
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="membership_unique_user")]
+        indexes = [models.Index(fields=["user", "role"], name="membership_user_role_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user} · {self.role} · {self.project.slug}"
+
+
+class ExtraFile(models.Model):
+    """A file of an imported tree that Novelsite does not model (platform profiles, reports …),
+    kept verbatim so that an export gives it back."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="extra_files")
+    path = models.CharField(max_length=500)
+    content = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["project", "path"]
+        constraints = [models.UniqueConstraint(fields=["project", "path"], name="extrafile_unique_path")]
+
+    def __str__(self) -> str:
+        return self.path

@@ -1,0 +1,660 @@
+"""JSON schemas of every JSON field, in one place.
+
+The same schema renders the admin editor (django-jsonform) and is enforced on every write path:
+``SchemaJSONField.validate`` (model ``full_clean``), the services, the API serializers and the
+importer all call ``projects.json_validation.validate_json``. Shapes follow seed 000 §9.2 and the
+facts file (§3, §10); where the original tool accepts two shapes (facts §15), both validate.
+
+Schemas are plain draft 2020-12 JSON Schema. django-jsonform reads the same dicts to draw its
+editor; it draws the first non-null type of a ``type`` list, which is why nullable values are
+written as ``["integer", "null"]`` rather than with ``anyOf``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+SLUG_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
+
+Schema = dict[str, Any]
+
+
+def _nullable(type_name: str, **extra: Any) -> Schema:
+    return {"type": [type_name, "null"], **extra}
+
+
+STRING_LIST: Schema = {"type": "array", "items": {"type": "string"}}
+CHAPTER_NUMBER: Schema = {"type": "integer", "minimum": 1}
+CHAPTER_RANGE: Schema = {
+    "type": "array",
+    "items": {"type": "integer", "minimum": 0},
+    "minItems": 2,
+    "maxItems": 2,
+}
+
+# --- Project-level files -----------------------------------------------------------------------
+
+STYLE_PROFILE: Schema = {  # style-profile.json, facts §10.12 (keys starting with "_" are comments)
+    "type": "object",
+    "title": "Style profile",
+    "properties": {
+        "source_type": {"type": "string", "enum": ["original", "reference", "template", "write_then_extract"]},
+        "reference_author": _nullable("string"),
+        "platform": _nullable("string"),
+        "avg_sentence_length": _nullable("number", minimum=0),
+        "sentence_length_range": {"type": "array", "items": {"type": "number", "minimum": 0}, "maxItems": 2},
+        "sentence_length_std_dev": _nullable("number", minimum=0),
+        "paragraph_length_cv": _nullable("number", minimum=0),
+        "emotional_volatility": _nullable("string", enum=["high", "medium", "low", None]),
+        "register_mixing": _nullable("string", enum=["high", "medium", "low", None]),
+        "vocabulary_richness": _nullable("string", enum=["high", "medium", "low", None]),
+        "dialogue_ratio": _nullable("number", minimum=0, maximum=1),
+        "description_ratio": _nullable("number", minimum=0, maximum=1),
+        "action_ratio": _nullable("number", minimum=0, maximum=1),
+        "rhetoric_preferences": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "object", "properties": {"type": {"type": "string"}, "frequency": {}}},
+                ]
+            },
+        },
+        "forbidden_words": STRING_LIST,
+        "preferred_expressions": STRING_LIST,
+        "character_speech_patterns": {"type": "object", "additionalProperties": {"type": "string"}},
+        "paragraph_style": {"type": "object"},
+        "narrative_voice": {},
+        "style_exemplars": STRING_LIST,
+        "writing_directives": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"type": "string"},
+                    {
+                        "type": "object",
+                        "properties": {"directive": {"type": "string"}, "do": {}, "dont": {}},
+                        "required": ["directive"],
+                    },
+                ]
+            },
+        },
+        "override_constraints": {"type": "object"},
+        "analysis_notes": {},
+    },
+    "additionalProperties": True,
+}
+
+_BLACKLIST_ENTRY: Schema = {
+    "type": "object",
+    "properties": {
+        "word": {"type": "string", "minLength": 1},
+        "replacement_hint": {"type": "string"},
+        "per_chapter_max": {"type": "integer", "minimum": 0},
+        "context": {"type": "string"},
+    },
+    "required": ["word"],
+}
+
+AI_BLACKLIST: Schema = {  # ai-blacklist.json, facts §10.16
+    "type": "object",
+    "title": "AI blacklist",
+    "properties": {
+        "version": {"type": "string"},
+        "description": {"type": "string"},
+        "last_updated": {"type": "string"},
+        "max_words": {"type": "integer", "minimum": 1},
+        "words": STRING_LIST,
+        "categories": {"type": "object", "additionalProperties": {"type": "array", "items": _BLACKLIST_ENTRY}},
+        "category_metadata": {"type": "object"},
+        # facts §15.8: the whitelist is an array or {"words": [...]}
+        "whitelist": {
+            "anyOf": [STRING_LIST, {"type": "object", "properties": {"words": STRING_LIST}, "required": ["words"]}]
+        },
+        "update_log": {"type": "array", "items": {"type": "object"}},
+    },
+    "additionalProperties": True,
+}
+
+_DRIFT_ENTRY: Schema = {  # facts §15.8: {metric, baseline, current, directive} or {metric, direction, delta, directive}
+    "type": "object",
+    "properties": {
+        "metric": {"type": "string", "minLength": 1},
+        "baseline": _nullable("number"),
+        "current": _nullable("number"),
+        "direction": {"type": "string"},
+        "delta": _nullable("number"),
+        "directive": {"type": "string", "minLength": 1},
+    },
+    "required": ["metric", "directive"],
+}
+
+STYLE_DRIFT: Schema = {  # style-drift.json, facts §10.16 and §13
+    "type": "object",
+    "title": "Style drift",
+    "properties": {
+        "active": {"type": "boolean"},
+        "detected_chapter": _nullable("integer", minimum=0),
+        "window": CHAPTER_RANGE,
+        "drifts": {"type": "array", "items": _DRIFT_ENTRY, "maxItems": 3},
+        "injected_to": STRING_LIST,
+        "created_at": _nullable("string"),
+        "cleared_at": _nullable("string"),
+        "cleared_reason": _nullable("string", enum=["metrics_recovered", "stale_timeout", None]),
+    },
+    "required": ["active"],
+    "additionalProperties": True,
+}
+
+SCORE_DIMENSIONS = (
+    "plot_logic",
+    "character",
+    "immersion",
+    "foreshadowing",
+    "pacing",
+    "style_naturalness",
+    "emotional_impact",
+    "storyline_coherence",
+)
+DEFAULT_SCORE_WEIGHTS = {  # facts §10.11
+    "plot_logic": 0.18,
+    "character": 0.18,
+    "immersion": 0.15,
+    "foreshadowing": 0.10,
+    "pacing": 0.08,
+    "style_naturalness": 0.15,
+    "emotional_impact": 0.08,
+    "storyline_coherence": 0.08,
+}
+
+GATE_SETTINGS: Schema = {  # facts §11 thresholds, overridable per project
+    "type": "object",
+    "title": "Gate settings",
+    "properties": {
+        "pass_threshold": {"type": "number", "minimum": 0, "maximum": 5},
+        "polish_threshold": {"type": "number", "minimum": 0, "maximum": 5},
+        "revise_threshold": {"type": "number", "minimum": 0, "maximum": 5},
+        "pause_threshold": {"type": "number", "minimum": 0, "maximum": 5},
+        "max_revisions": {"type": "integer", "minimum": 0, "maximum": 10},
+        "scoring_weights": {
+            "type": "object",
+            "propertyNames": {"enum": [*SCORE_DIMENSIONS, "hook_strength"]},
+            "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1},
+        },
+    },
+    "additionalProperties": False,
+}
+
+PIPELINE_STAGE_NAMES = (
+    "quickstart",
+    "plan",
+    "draft",
+    "summarize",
+    "refine",
+    "judge",
+    "consolidate",
+    "review",
+    "promote",
+)
+
+STAGE_MODELS: Schema = {
+    "type": "object",
+    "title": "Model per stage",
+    "propertyNames": {"enum": list(PIPELINE_STAGE_NAMES)},
+    "additionalProperties": {"type": "string", "minLength": 1, "maxLength": 100},
+}
+
+PENDING_ACTIONS: Schema = {  # .checkpoint.json pending_actions, facts §3
+    "type": "array",
+    "items": {"type": "object", "properties": {"type": {"type": "string", "minLength": 1}}, "required": ["type"]},
+}
+
+CHECKPOINT_EXTRA: Schema = {  # unknown .checkpoint.json keys, preserved (facts §3)
+    "type": "object",
+    "title": "Other checkpoint keys",
+    "additionalProperties": True,
+}
+
+OPAQUE_JSON: Schema = {  # characters/relationships.json has no schema anywhere (facts §10.3)
+    "type": ["object", "array"],
+}
+
+# --- World, characters, storylines --------------------------------------------------------------
+
+RULE_EXCEPTIONS: Schema = {"type": "array", "items": {}}
+
+CHARACTER_CONTRACTS: Schema = {  # the contracts[] of characters/<status>/<slug>.json, facts §10.2
+    "type": "array",
+    "title": "L2 contracts",
+    "items": {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "pattern": r"^C-[A-Z0-9]+(?:-[A-Z0-9]+)*$"},
+            "type": {"type": "string", "enum": ["capability", "personality", "relationship", "speech"]},
+            "rule": {"type": "string", "minLength": 1},
+            "valid_from_chapter": _nullable("integer", minimum=0),
+            "valid_until": _nullable("integer", minimum=0),
+            "exceptions": {"type": "array"},
+            "update_requires": {},
+        },
+        "required": ["id", "type", "rule"],
+    },
+}
+
+EXTRA_KEYS: Schema = {  # keys of an imported file that Novelsite does not model, kept for export
+    "type": "object",
+    "title": "Other keys",
+    "additionalProperties": True,
+}
+
+STORYLINE_SPEC: Schema = {  # storylines/storyline-spec.json, facts §10.5
+    "type": "object",
+    "title": "LS storyline spec",
+    "properties": {
+        "spec_version": {"type": "integer", "minimum": 1},
+        "rules": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "pattern": r"^LS-\d{3}$"},
+                    "category": {"type": "string"},
+                    "rule": {"type": "string", "minLength": 1},
+                    "constraint_type": {"type": "string", "enum": ["hard", "soft"]},
+                },
+                "required": ["id", "rule", "constraint_type"],
+            },
+        },
+    },
+    "additionalProperties": True,
+}
+
+STORYLINES_META: Schema = {  # the parts of storylines.json besides the lines themselves, facts §10.4
+    "type": "object",
+    "title": "Storyline relationships and types",
+    "properties": {
+        "relationships": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"from": {"type": "string"}, "to": {"type": "string"}, "type": {"type": "string"}},
+                "required": ["from", "to"],
+            },
+        },
+        "storyline_types": {"type": "array"},
+    },
+    "additionalProperties": True,
+}
+
+# --- Volumes and contracts ----------------------------------------------------------------------
+
+STORYLINE_SCHEDULE: Schema = {  # volumes/vol-VV/storyline-schedule.json, facts §10.6 and §15.1
+    "type": "object",
+    "title": "Storyline schedule",
+    "properties": {
+        "volume": {"type": "integer", "minimum": 1},
+        "volume_theme": {"type": "string"},
+        "active_storylines": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 4,
+            "items": {
+                "anyOf": [
+                    {"type": "string", "minLength": 1},
+                    {
+                        "type": "object",
+                        "properties": {
+                            "storyline_id": {"type": "string", "minLength": 1},
+                            "volume_role": {"type": "string"},
+                            "target_chapters": {},
+                            "arc_goal": {"type": "string"},
+                        },
+                        "required": ["storyline_id"],
+                    },
+                ]
+            },
+        },
+        "interleaving_pattern": {"type": "object"},
+        "convergence_events": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"chapter_range": CHAPTER_RANGE, "involved_storylines": STRING_LIST},
+            },
+        },
+        "dormant_storylines": {"type": "array"},
+        "newly_activated": {"type": "array"},
+    },
+    "additionalProperties": True,
+}
+
+FORESHADOW_SCOPES = ("short", "medium", "long")
+FORESHADOW_STATUSES = ("planted", "advanced", "resolved")
+
+_FORESHADOW_PLAN_ITEM: Schema = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "minLength": 1, "maxLength": 200},
+        "description": {"type": "string"},
+        "scope": {"type": "string", "enum": list(FORESHADOW_SCOPES)},
+        "status": {"type": "string", "enum": list(FORESHADOW_STATUSES)},
+        "target_resolve_range": {"anyOf": [CHAPTER_RANGE, {"type": "null"}]},
+    },
+    "required": ["id"],
+}
+
+FORESHADOWING_PLAN: Schema = {  # facts §10.9 and §15.2: {items}, {foreshadowing} or a bare list
+    "title": "Foreshadowing plan",
+    "anyOf": [
+        {
+            "type": "object",
+            "properties": {
+                "schema_version": {"type": "integer"},
+                "volume": {"type": "integer"},
+                "items": {"type": "array", "items": _FORESHADOW_PLAN_ITEM},
+                "foreshadowing": {"type": "array", "items": _FORESHADOW_PLAN_ITEM},
+            },
+            "additionalProperties": True,
+        },
+        {"type": "array", "items": _FORESHADOW_PLAN_ITEM},
+    ],
+}
+
+NEW_CHARACTERS: Schema = {  # volumes/vol-VV/new-characters.json, facts §6
+    "type": "array",
+    "title": "New characters",
+    "items": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "minLength": 1},
+            "role": {"type": "string", "enum": ["antagonist", "supporting", "minor"]},
+            "brief": {"type": "string"},
+            "first_chapter": CHAPTER_NUMBER,
+        },
+        "required": ["name", "role", "first_chapter"],
+    },
+}
+
+_CHECK_ITEM: Schema = {"type": "object", "properties": {"status": {"type": "string"}, "confidence": {"type": "string"}}}
+
+CHAPTER_CONTRACT: Schema = {  # volumes/vol-VV/chapter-contracts/chapter-NNN.json, facts §10.7
+    "type": "object",
+    "title": "L3 chapter contract",
+    "properties": {
+        "chapter": CHAPTER_NUMBER,
+        "storyline_id": {"type": "string", "pattern": SLUG_PATTERN},
+        "storyline_context": {"type": "object"},
+        "transition_hint": {"type": ["object", "null"]},
+        "excitement_type": {"type": ["string", "null"]},
+        "preconditions": {
+            "type": "object",
+            "properties": {
+                "character_states": {"type": "object", "additionalProperties": {"type": "object"}},
+                "required_world_rules": STRING_LIST,
+            },
+        },
+        "objectives": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "minLength": 1},
+                    "type": {"type": "string", "enum": ["plot", "foreshadowing", "character_development"]},
+                    "required": {"type": "boolean"},
+                    "description": {"type": "string", "minLength": 1},
+                },
+                "required": ["id", "type", "required", "description"],
+            },
+            # facts §6: at least one objective must be required
+            "contains": {"type": "object", "properties": {"required": {"const": True}}, "required": ["required"]},
+        },
+        "postconditions": {
+            "type": "object",
+            "properties": {
+                "state_changes": {"type": "object"},
+                "foreshadowing_updates": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string", "enum": list(FORESHADOW_STATUSES)},
+                },
+            },
+        },
+        "acceptance_criteria": STRING_LIST,
+    },
+    "required": ["chapter", "storyline_id", "objectives"],
+    "additionalProperties": True,
+}
+
+# --- State ---------------------------------------------------------------------------------------
+
+STATE_TOP_LEVEL_OP_KEYS = ("characters", "items", "locations", "factions", "world_state", "active_foreshadowing")
+
+STORY_STATE: Schema = {  # state/current-state.json, seed 000 §9.2, facts §10.8
+    "type": "object",
+    "title": "Story state",
+    "properties": {
+        "schema_version": {"type": "integer", "minimum": 1},
+        "state_version": {"type": "integer", "minimum": 0},
+        "last_updated_chapter": {"type": "integer", "minimum": 0},
+        "characters": {
+            "type": "object",
+            "propertyNames": {"pattern": SLUG_PATTERN},
+            "additionalProperties": {
+                "type": "object",
+                "properties": {
+                    "display_name": {"type": "string"},
+                    "relationships": {
+                        "type": "object",
+                        "propertyNames": {"pattern": SLUG_PATTERN},
+                        "additionalProperties": {"type": "number"},
+                    },
+                    "inventory": {"type": "array"},
+                },
+            },
+        },
+        "items": {"type": "object"},
+        "locations": {"type": "object"},
+        "factions": {"type": "object"},
+        "world_state": {"type": "object"},
+        "active_foreshadowing": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+    },
+    "required": ["schema_version", "state_version", "last_updated_chapter", "characters", "world_state",
+                 "active_foreshadowing"],
+    "additionalProperties": True,
+}
+
+STATE_OP: Schema = {
+    "type": "object",
+    "properties": {
+        "op": {"type": "string", "enum": ["set", "add", "remove", "inc", "foreshadow"]},
+        "path": {"type": "string", "minLength": 1, "maxLength": 300},
+        "value": {},
+        "detail": {"type": "string"},
+    },
+    "required": ["op", "path"],
+}
+
+STATE_DELTA: Schema = {  # staging/state/chapter-NNN-delta.json and each changelog.jsonl line
+    "type": "object",
+    "title": "State delta",
+    "properties": {
+        "chapter": {"type": "integer", "minimum": 0},
+        "base_state_version": {"type": "integer", "minimum": 0},
+        "storyline_id": {"type": "string", "pattern": SLUG_PATTERN},
+        "ops": {"type": "array", "items": STATE_OP},
+    },
+    "required": ["chapter", "base_state_version", "storyline_id", "ops"],
+    "additionalProperties": True,
+}
+
+# --- Evaluations and logs -----------------------------------------------------------------------
+
+_SCORE: Schema = {
+    "type": "object",
+    "properties": {
+        "score": {"type": "number", "minimum": 1, "maximum": 5},
+        "weight": {"type": "number", "minimum": 0, "maximum": 1},
+        "reason": {"type": "string"},
+        "evidence": {},
+    },
+    "required": ["score"],
+}
+
+_FLAT_EVALUATION: Schema = {  # facts §10.11
+    "type": "object",
+    "properties": {
+        "chapter": CHAPTER_NUMBER,
+        "contract_verification": {
+            "type": "object",
+            "properties": {
+                "l1_checks": {"type": "array", "items": _CHECK_ITEM},
+                "l2_checks": {"type": "array", "items": _CHECK_ITEM},
+                "l3_checks": {"type": "array", "items": _CHECK_ITEM},
+                "ls_checks": {"type": "array", "items": _CHECK_ITEM},
+                "has_violations": {"type": "boolean"},
+            },
+        },
+        "scores": {
+            "type": "object",
+            "propertyNames": {"enum": [*SCORE_DIMENSIONS, "hook_strength"]},
+            "additionalProperties": _SCORE,
+        },
+        "overall": {"type": "number", "minimum": 0, "maximum": 5},
+        "overall_final": {"type": "number", "minimum": 0, "maximum": 5},
+        "recommendation": {"type": "string", "enum": ["pass", "polish", "revise", "review", "rewrite"]},
+        "risk_flags": {"type": "array"},
+        "required_fixes": {
+            "type": "array",
+            "items": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"instruction": {"type": "string"}}}]},
+        },
+        "issues": {"type": "array"},
+        "strengths": {"type": "array"},
+    },
+    "required": ["overall", "recommendation"],
+    "additionalProperties": True,
+}
+
+EVALUATION: Schema = {  # facts §15.7: flat judge output or wrapped {eval_used, metadata}
+    "title": "Evaluation",
+    "anyOf": [
+        _FLAT_EVALUATION,
+        {
+            "type": "object",
+            "properties": {"chapter": CHAPTER_NUMBER, "eval_used": _FLAT_EVALUATION, "metadata": {"type": "object"}},
+            "required": ["eval_used"],
+            "additionalProperties": True,
+        },
+    ],
+}
+
+GATE_DECISIONS = ("pass", "polish", "revise", "pause_for_user", "pause_for_user_force_rewrite", "force_passed")
+
+CHAPTER_LOG: Schema = {  # logs/chapter-NNN-log.json, seed 000 §9.2 and facts §10.13, plus cache and cost
+    "type": "object",
+    "title": "Pipeline log",
+    "properties": {
+        "chapter": CHAPTER_NUMBER,
+        "storyline_id": {"type": "string"},
+        "started_at": {"type": "string"},
+        "stages": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "model": {"type": "string"},
+                    "duration_ms": {"type": "integer", "minimum": 0},
+                    "input_tokens": _nullable("integer", minimum=0),
+                    "output_tokens": _nullable("integer", minimum=0),
+                    "cache_creation_input_tokens": _nullable("integer", minimum=0),
+                    "cache_read_input_tokens": _nullable("integer", minimum=0),
+                    "cost_usd": _nullable("number", minimum=0),
+                },
+                "required": ["name"],
+            },
+        },
+        "gate_decision": _nullable("string"),
+        "revisions": {"type": "integer", "minimum": 0},
+        "force_passed": {"type": "boolean"},
+        "judges": {"type": "object"},
+        "total_duration_ms": _nullable("integer", minimum=0),
+        "total_cost_usd": _nullable("number", minimum=0),
+    },
+    "required": ["chapter", "stages"],
+    "additionalProperties": True,
+}
+
+# --- Pipeline runtime records (pipeline app) ----------------------------------------------------
+
+BLACKBOARD: Schema = {  # seed 001: three zones
+    "type": "object",
+    "title": "Blackboard",
+    "properties": {"meta": {"type": "object"}, "content": {"type": "object"}, "control": {"type": "object"}},
+    "required": ["meta", "content", "control"],
+    "additionalProperties": False,
+}
+
+PROMPT_RECEIPT: Schema = {
+    "type": "object",
+    "title": "Prompt receipt",
+    "properties": {
+        "blocks": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "role": {"type": "string", "enum": ["system", "user", "assistant"]},
+                    "tokens": {"type": "integer", "minimum": 0},
+                    "cacheable": {"type": "boolean"},
+                },
+                "required": ["name", "role", "tokens"],
+            },
+        },
+        "trimmed": {"type": "array"},
+        "prompt_sha256": {"type": "string"},
+        "token_counter": {"type": "string"},
+    },
+    "additionalProperties": True,
+}
+
+LLM_USAGE: Schema = {
+    "type": "object",
+    "title": "Usage",
+    "properties": {
+        "input_tokens": {"type": "integer", "minimum": 0},
+        "output_tokens": {"type": "integer", "minimum": 0},
+        "cache_creation_input_tokens": {"type": "integer", "minimum": 0},
+        "cache_read_input_tokens": {"type": "integer", "minimum": 0},
+    },
+    "additionalProperties": True,
+}
+
+QUESTION_SPEC: Schema = {  # seed 003; the full rule set lives in pipeline/ask.py
+    "type": "object",
+    "title": "NOVEL_ASK question",
+    "properties": {
+        "version": {"type": "integer", "minimum": 1},
+        "topic": {"type": "string", "minLength": 1},
+        "questions": {"type": "array", "minItems": 1, "items": {"type": "object"}},
+    },
+    "required": ["version", "topic", "questions"],
+}
+
+ANSWER_SPEC: Schema = {
+    "type": "object",
+    "title": "NOVEL_ASK answer",
+    "properties": {
+        "version": {"type": "integer", "minimum": 1},
+        "topic": {"type": "string", "minLength": 1},
+        "answers": {"type": "object"},
+        "answered_at": {"type": "string"},
+        "answered_by": {"type": "string", "minLength": 1},
+    },
+    "required": ["version", "topic", "answers", "answered_at", "answered_by"],
+}
+
+SCHEMAS: dict[str, Schema] = {
+    name: value
+    for name, value in globals().items()
+    if name.isupper() and isinstance(value, dict) and not name.startswith("_") and name != "DEFAULT_SCORE_WEIGHTS"
+}

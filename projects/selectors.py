@@ -1,0 +1,115 @@
+"""Reads of story data, scoped by project and membership."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Q, QuerySet
+
+from projects.errors import NotFound, PermissionDenied
+from projects.models import Foreshadowing, Membership, Project
+from projects.permissions import Action, role_allows, roles_allowing
+
+# facts §12: dormancy thresholds per scope, shifted by the genre's drive type (minimum 1)
+DORMANCY_THRESHOLDS = {"short": 6, "medium": 12, "long": 24}
+DORMANCY_SHIFT = {"suspense": -3, "plot": -2, "character": -1, "slice_of_life": 2}
+
+
+def projects_for_user(*, user: AbstractBaseUser, action: Action = Action.READ) -> QuerySet[Project]:
+    """Projects where ``user`` has a role allowing ``action`` (superusers see all)."""
+    if user.is_superuser:
+        return Project.objects.all()
+    return Project.objects.filter(
+        memberships__user=user, memberships__role__in=roles_allowing(action)
+    ).distinct()
+
+
+def membership_role(*, user: AbstractBaseUser, project: Project) -> str | None:
+    if not user.is_authenticated:
+        return None
+    if user.is_superuser:
+        return "owner"
+    return Membership.objects.filter(user=user, project=project).values_list("role", flat=True).first()
+
+
+def project_get_for_member(*, user: AbstractBaseUser, slug: str, action: Action = Action.READ) -> Project:
+    """The project if ``user`` may do ``action`` in it. A non-member gets NotFound, never a hint
+    that the project exists."""
+    project = Project.objects.filter(slug=slug).first()
+    role = membership_role(user=user, project=project) if project else None
+    if project is None or role is None:
+        raise NotFound("No such project.")
+    if not role_allows(role, action):
+        raise PermissionDenied()
+    return project
+
+
+@dataclass(frozen=True)
+class DormantItem:
+    foreshadowing: Foreshadowing
+    chapters_since_last_update: int
+    dormancy_threshold: int
+
+
+def dormancy_threshold(scope: str, genre_drive_type: str = "") -> int:
+    return max(1, DORMANCY_THRESHOLDS[scope] + DORMANCY_SHIFT.get(genre_drive_type, 0))
+
+
+def foreshadowing_overdue(*, project: Project, as_of: int | None = None) -> QuerySet[Foreshadowing]:
+    """facts §10.9: short scope, not resolved, and the book is past the end of its range."""
+    as_of = project.last_completed_chapter if as_of is None else as_of
+    return project.foreshadowing.filter(scope="short", target_resolve_end__lt=as_of).exclude(status="resolved")
+
+
+def foreshadowing_dormant(*, project: Project, as_of: int | None = None) -> list[DormantItem]:
+    """facts §12: unresolved and silent for at least the scope's threshold, longest silence first,
+    then scope, then id."""
+    as_of = project.last_completed_chapter if as_of is None else as_of
+    items = []
+    for row in project.foreshadowing.exclude(status="resolved").order_by("fid"):
+        last = row.last_updated_chapter or row.planted_chapter or 0
+        threshold = dormancy_threshold(row.scope, project.genre_drive_type)
+        if as_of - last >= threshold:
+            items.append(DormantItem(row, as_of - last, threshold))
+    scope_order = {"short": 0, "medium": 1, "long": 2}
+    items.sort(key=lambda d: (-d.chapters_since_last_update, scope_order[d.foreshadowing.scope], d.foreshadowing.fid))
+    return items
+
+
+def unresolved_foreshadowing(project: Project) -> QuerySet[Foreshadowing]:
+    return project.foreshadowing.filter(~Q(status="resolved"))
+
+
+@dataclass(frozen=True)
+class ProjectStatus:
+    """What ``novel status`` shows: the checkpoint and the size of the story so far."""
+
+    project: Project
+    checkpoint: dict
+    chapters: int
+    words: int
+    characters_active: int
+    state_version: int
+    foreshadowing_open: int
+    foreshadowing_overdue: list[str]
+    foreshadowing_dormant: list[str]
+
+
+def project_status(*, project: Project) -> ProjectStatus:
+    from django.db.models import Count, Sum
+
+    from projects.checkpoint import checkpoint_of
+
+    chapter_totals = project.chapters.aggregate(n=Count("pk"), words=Sum("word_count"))
+    state = getattr(project, "story_state", None)
+    return ProjectStatus(
+        project=project,
+        checkpoint=checkpoint_of(project),
+        chapters=chapter_totals["n"],
+        words=chapter_totals["words"] or 0,
+        characters_active=project.characters.filter(status="active").count(),
+        state_version=state.state_version if state else 0,
+        foreshadowing_open=unresolved_foreshadowing(project).count(),
+        foreshadowing_overdue=list(foreshadowing_overdue(project=project).values_list("fid", flat=True)),
+        foreshadowing_dormant=[d.foreshadowing.fid for d in foreshadowing_dormant(project=project)],
+    )

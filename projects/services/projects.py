@@ -1,0 +1,51 @@
+"""Creating projects and managing who belongs to them."""
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from projects.errors import InvalidData
+from projects.lock_objects import project_lock
+from projects.models import CHECKPOINT_FIELDS, Membership, Project, Role, StoryState
+from projects.services.editing import full_clean_or_raise
+from projects.state_ops import empty_state
+
+
+@transaction.atomic
+def project_create(*, owner: AbstractBaseUser | None, slug: str, title: str, **fields) -> Project:
+    """A new project in INIT with an empty state; ``owner`` becomes its owner."""
+    project = Project(slug=slug, title=title, **fields)
+    project._history_user = owner
+    full_clean_or_raise(project)
+    project.save()
+    StoryState.objects.create(project=project, data=empty_state())
+    if owner is not None:
+        Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    return project
+
+
+@transaction.atomic
+def project_update(*, project: Project, editor: AbstractBaseUser | None) -> Project:
+    """Save edited project settings (``project`` already carries the new values). The checkpoint
+    fields are the pipeline's and are not written here."""
+    project._history_user = editor
+    full_clean_or_raise(project)
+    editable = [f.name for f in Project._meta.concrete_fields
+                if f.editable and not f.primary_key and f.name not in CHECKPOINT_FIELDS and f.name != "checkpoint_extra"]
+    project.save(update_fields=[*editable, "updated_at"])
+    return project
+
+
+@transaction.atomic
+def membership_set_role(*, project: Project, user: AbstractBaseUser, role: str) -> Membership:
+    """Add ``user`` with ``role``, or change their role. A project always keeps one owner."""
+    if role not in Role.values:
+        raise InvalidData(f"role: unknown role {role!r}; use one of {', '.join(Role.values)}")
+    project_lock(project.pk)
+    membership, _created = Membership.objects.get_or_create(project=project, user=user, defaults={"role": role})
+    if membership.role == Role.OWNER and role != Role.OWNER:
+        if not project.memberships.filter(role=Role.OWNER).exclude(pk=membership.pk).exists():
+            raise InvalidData("role: the last owner cannot be demoted; make someone else owner first")
+    membership.role = role
+    membership.save(update_fields=["role"])
+    return membership

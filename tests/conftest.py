@@ -1,0 +1,61 @@
+"""Shared fixtures and the service markers.
+
+``@pytest.mark.postgres`` and ``@pytest.mark.redis`` tests need the real services. Without them
+they skip with a reason naming the variable to set; with ``REQUIRE_SERVICES=1`` (CI) they fail,
+so that nothing that needs a service silently skips.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.conf import settings
+
+REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "").lower() in ("1", "true", "yes")
+
+
+def _missing_service(marker: str) -> str | None:
+    if marker == "postgres":
+        engine = settings.DATABASES["default"]["ENGINE"]
+        if "postgresql" not in engine:
+            return "needs PostgreSQL: set DATABASE_URL=postgres://postgres@127.0.0.1:5432/novelsite"
+    if marker == "redis":
+        url = settings.REDIS_URL
+        if not url:
+            return "needs Redis: set REDIS_URL=redis://127.0.0.1:6379/0"
+        import redis
+
+        try:
+            redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+        except redis.RedisError as exc:
+            return f"Redis at REDIS_URL={url} is unreachable ({exc})"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker in ("postgres", "redis"):
+        if item.get_closest_marker(marker) is None:
+            continue
+        reason = _missing_service(marker)
+        if reason is None:
+            continue
+        if REQUIRE_SERVICES:
+            pytest.fail(f"REQUIRE_SERVICES=1 but this test {reason}", pytrace=False)
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def make_user(django_user_model):
+    def make(username: str, *, staff: bool = True, superuser: bool = False):
+        return django_user_model.objects.create_user(
+            username=username, password="pw-" + username, is_staff=staff or superuser, is_superuser=superuser
+        )
+
+    return make
+
+
+@pytest.fixture
+def sample_project(db):
+    from projects.sample_project import sample_project_create
+
+    return sample_project_create()
