@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SLUG_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$"
+SLUG_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$(?!\n)"  # the lookahead refuses a trailing newline, which $ allows
 
 Schema = dict[str, Any]
 

@@ -59,3 +59,9 @@ def sample_project(db):
     from projects.sample_project import sample_project_create
 
     return sample_project_create()
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # PBKDF2's million rounds cost ~0.8 s per user; tests do not need them.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

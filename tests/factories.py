@@ -7,6 +7,7 @@ from projects.state_ops import empty_state
 class ProjectFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Project
+        skip_postgeneration_save = True
 
     slug = factory.Sequence(lambda n: f"novel-{n}")
     title = factory.Sequence(lambda n: f"小说 {n}")
