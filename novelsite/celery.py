@@ -11,7 +11,17 @@ from celery.app.defaults import NAMESPACES, flatten
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "novelsite.settings")
 
-app = Celery("novelsite")
+
+class NovelsiteCelery(Celery):
+    def prepare_config(self, c):
+        # The check runs here rather than in an ``on_configure`` signal handler: Celery's
+        # ``Signal.send`` catches a receiver's exception and only logs it, so the app (and a worker)
+        # would have configured itself anyway.
+        _refuse_unknown_settings()
+        return super().prepare_config(c)
+
+
+app = NovelsiteCelery("novelsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
@@ -29,8 +39,7 @@ def unknown_celery_settings(settings_obj=None) -> list[str]:
     return sorted(unknown)
 
 
-@app.on_configure.connect
-def _refuse_unknown_settings(sender, **kwargs) -> None:
+def _refuse_unknown_settings() -> None:
     unknown = unknown_celery_settings()
     if unknown:
         from django.core.exceptions import ImproperlyConfigured

@@ -343,7 +343,7 @@ def test_task_crosses_the_redis_broker_and_runs_in_a_real_worker(tmp_path):
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait(timeout=10)
-        client.delete(key, queue, f"_kombu.binding.{queue}")
+        client.delete(key, queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
         client.close()
 
 
