@@ -14,6 +14,9 @@ class StageRunInline(admin.TabularInline):
               "cache_read_tokens", "cost_usd"]
     readonly_fields = fields
 
+    def has_view_permission(self, request, obj=None):
+        return True  # shown on the parent's page, which the user may already see
+
     def has_add_permission(self, request, obj=None):
         return False
 

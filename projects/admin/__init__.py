@@ -1,5 +1,6 @@
 """Admin for story data. People edit here; JSON is edited through django-jsonform; every save goes
 through ``projects.services`` (validation, version check, history)."""
+from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
@@ -19,6 +20,7 @@ from projects.models import (
     Membership,
     Project,
     ResearchNote,
+    Role,
     StateChange,
     StoryState,
     Storyline,
@@ -28,14 +30,49 @@ from projects.models import (
     WorldRule,
 )
 from projects.permissions import Action
-from projects.services.projects import project_create, project_update
+from projects.services.projects import (
+    membership_is_last_owner,
+    membership_remove,
+    membership_set_role,
+    project_create,
+    project_update,
+)
 
 admin.site.site_header = "Novelsite"
 admin.site.site_title = "Novelsite"
 
 
+class MembershipForm(forms.ModelForm):
+    """Refuses, with a form error, a change that would leave the project without an owner."""
+
+    class Meta:
+        model = Membership
+        fields = ["project", "user", "role"]
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("role") != Role.OWNER and membership_is_last_owner(self.instance):
+            raise forms.ValidationError("The last owner cannot be demoted; make someone else owner first.")
+        return cleaned
+
+
+class MembershipFormSet(forms.BaseInlineFormSet):
+    def clean(self):
+        super().clean()
+        if self.instance.pk is None:
+            return  # a new project: project_create makes its creator owner
+        kept_owners = [f for f in self.forms if f.cleaned_data and not f.cleaned_data.get("DELETE")
+                       and f.cleaned_data.get("role") == Role.OWNER]
+        untouched = self.instance.memberships.filter(role=Role.OWNER).exclude(
+            pk__in=[f.instance.pk for f in self.forms if f.instance.pk])
+        if not kept_owners and not untouched.exists():
+            raise forms.ValidationError("A project needs at least one owner.")
+
+
 class MembershipInline(admin.TabularInline):
     model = Membership
+    form = MembershipForm
+    formset = MembershipFormSet
     extra = 0
 
     def _manages(self, request: HttpRequest, obj) -> bool:
@@ -83,6 +120,12 @@ class ProjectAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     def has_module_permission(self, request):
         return request.user.is_active and request.user.is_staff
 
+    def get_deleted_objects(self, objs, request):
+        # Everything a project holds goes with it. Whoever may delete the project (its owner) may
+        # delete its rows too, including the pipeline's, which are read-only on their own.
+        deleted, model_count, _perms_needed, protected = super().get_deleted_objects(objs, request)
+        return deleted, model_count, set(), protected
+
     def save_model(self, request, obj, form, change):
         if change:
             project_update(project=obj, editor=request.user)
@@ -102,6 +145,35 @@ class MembershipAdmin(ProjectScopedAdmin):
     list_select_related = ["project", "user"]
     search_fields = ["project__title", "project__slug", "user__username"]
     autocomplete_fields = ["project"]
+    form = MembershipForm
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["project", "user"] if obj is not None else []
+
+    def save_model(self, request, obj, form, change):
+        saved = membership_set_role(project=obj.project, user=obj.user, role=obj.role)
+        obj.pk = saved.pk
+
+    def delete_model(self, request, obj):
+        membership_remove(membership=obj)
+
+    def delete_queryset(self, request, queryset):
+        for membership in queryset.order_by("pk"):
+            membership_remove(membership=membership)
+
+    def get_deleted_objects(self, objs, request):
+        deleted, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        owners_left: dict[int, int] = {}
+        for membership in objs:
+            if membership.role != Role.OWNER:
+                continue
+            if membership.project_id not in owners_left:
+                owners_left[membership.project_id] = Membership.objects.filter(
+                    project_id=membership.project_id, role=Role.OWNER).count()
+            owners_left[membership.project_id] -= 1
+            if owners_left[membership.project_id] < 1:
+                protected = [*protected, f"{membership} (the last owner of {membership.project.slug})"]
+        return deleted, model_count, perms_needed, protected
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "project" and not request.user.is_superuser:
@@ -168,6 +240,9 @@ class ChapterContractInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
+
+    def has_view_permission(self, request, obj=None):
+        return True  # shown on the parent's page, which the user may already see
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -266,6 +341,9 @@ class ForeshadowingEventInline(admin.TabularInline):
     extra = 0
     readonly_fields = ["chapter", "action", "detail"]
     can_delete = False
+
+    def has_view_permission(self, request, obj=None):
+        return True  # shown on the parent's page, which the user may already see
 
     def has_add_permission(self, request, obj=None):
         return False

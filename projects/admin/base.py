@@ -6,10 +6,13 @@ consulted: a role in the project decides, so one membership row is all a teammat
 """
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import HttpRequest
 from simple_history.admin import SimpleHistoryAdmin
@@ -133,8 +136,21 @@ class VersionedStoryAdmin(ProjectScopedAdmin, SimpleHistoryAdmin):
         current = None
         if obj is not None and obj.pk is not None:
             current = type(obj)._default_manager.filter(pk=obj.pk).values_list("version", flat=True).first()
-        form_class.base_fields["base_version"].initial = current
+        # A copy per form class: the declared field is shared by every form built from VersionedForm,
+        # so setting .initial on it would leak one request's version into another's form.
+        base_version = copy.deepcopy(form_class.base_fields["base_version"])
+        base_version.initial = current
+        form_class.base_fields["base_version"] = base_version
         return form_class
+
+    def history_form_view(self, request, object_id, version_id, extra_context=None):
+        # simple_history checks only the view permission, also for the POST that reverts: a revert is
+        # a change and needs the change permission on the current row.
+        if request.method == "POST":
+            obj = self.get_object(request, unquote(object_id))
+            if obj is None or not self.has_change_permission(request, obj):
+                raise PermissionDenied
+        return super().history_form_view(request, object_id, version_id, extra_context)
 
     def get_fields(self, request, obj=None):
         fields = list(super().get_fields(request, obj))

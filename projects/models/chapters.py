@@ -17,7 +17,8 @@ class Chapter(EditVersioned):
     """chapters/chapter-NNN.md: a committed chapter."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="chapters")
-    volume = models.ForeignKey(Volume, on_delete=models.PROTECT, related_name="chapters")
+    # RESTRICT: a volume with chapters cannot be deleted alone, but deleting the project takes both.
+    volume = models.ForeignKey(Volume, on_delete=models.RESTRICT, related_name="chapters")
     number = models.PositiveIntegerField()
     storyline = models.ForeignKey(Storyline, on_delete=models.SET_NULL, null=True, blank=True, related_name="chapters")
     title = models.CharField(max_length=200, blank=True)

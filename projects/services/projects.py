@@ -43,9 +43,25 @@ def membership_set_role(*, project: Project, user: AbstractBaseUser, role: str) 
         raise InvalidData(f"role: unknown role {role!r}; use one of {', '.join(Role.values)}")
     project_lock(project.pk)
     membership, _created = Membership.objects.get_or_create(project=project, user=user, defaults={"role": role})
-    if membership.role == Role.OWNER and role != Role.OWNER:
-        if not project.memberships.filter(role=Role.OWNER).exclude(pk=membership.pk).exists():
-            raise InvalidData("role: the last owner cannot be demoted; make someone else owner first")
+    if role != Role.OWNER and membership_is_last_owner(membership):
+        raise InvalidData("role: the last owner cannot be demoted; make someone else owner first")
     membership.role = role
     membership.save(update_fields=["role"])
     return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership) -> None:
+    """Remove someone from a project. A project always keeps one owner."""
+    project_lock(membership.project_id)
+    if membership_is_last_owner(membership):
+        raise InvalidData("role: the last owner cannot be removed; make someone else owner first")
+    membership.delete()
+
+
+def membership_is_last_owner(membership: Membership) -> bool:
+    if membership.pk is None:
+        return False
+    stored_role = Membership.objects.filter(pk=membership.pk).values_list("role", flat=True).first()
+    others = Membership.objects.filter(project_id=membership.project_id, role=Role.OWNER).exclude(pk=membership.pk)
+    return stored_role == Role.OWNER and not others.exists()
