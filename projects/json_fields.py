@@ -63,9 +63,7 @@ class SchemaJSONField(models.JSONField):
 
     def deconstruct(self):
         name, path, args, kwargs = super().deconstruct()
-        kwargs["schema_name"] = self.schema_name
-        if self.editor != "form":
-            kwargs["editor"] = self.editor
+        kwargs["schema_name"] = self.schema_name  # the editor is a form concern, like a widget: not migrated
         return name, path, args, kwargs
 
     def validate(self, value: Any, model_instance: models.Model) -> None:

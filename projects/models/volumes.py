@@ -24,7 +24,8 @@ class Volume(EditVersioned):
     title = models.CharField(max_length=200, blank=True)
     outline = models.TextField(blank=True, help_text="outline.md, with one '### 第 N 章' block per chapter.")
     storyline_schedule = SchemaJSONField(schema_name="STORYLINE_SCHEDULE", default=dict, blank=True)
-    foreshadowing_plan = SchemaJSONField(schema_name="FORESHADOWING_PLAN", default=dict, blank=True)
+    # three accepted shapes (facts §15.2): a generated editor cannot offer a top-level choice, so raw JSON
+    foreshadowing_plan = SchemaJSONField(schema_name="FORESHADOWING_PLAN", default=dict, blank=True, editor="raw")
     new_characters = SchemaJSONField(schema_name="NEW_CHARACTERS", default=list, blank=True)
     review = models.TextField(blank=True, help_text="review.md")
     status = models.CharField(max_length=10, choices=VolumeStatus, default=VolumeStatus.WRITING)
