@@ -155,3 +155,8 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }
+
+# --- Import limits for uploaded or local novel trees ---------------------------------------------
+NOVELSITE_IMPORT_MAX_FILE_BYTES = env.int("NOVELSITE_IMPORT_MAX_FILE_BYTES", default=10 * 1024 * 1024)
+NOVELSITE_IMPORT_MAX_TREE_BYTES = env.int("NOVELSITE_IMPORT_MAX_TREE_BYTES", default=200 * 1024 * 1024)
+NOVELSITE_IMPORT_MAX_FILES = env.int("NOVELSITE_IMPORT_MAX_FILES", default=20_000)

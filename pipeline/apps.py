@@ -5,3 +5,10 @@ from django.utils.translation import gettext_lazy as _
 class PipelineConfig(AppConfig):
     name = "pipeline"
     verbose_name = _("Pipeline")
+
+    def ready(self) -> None:
+        # projects never imports pipeline: the exporter learns about staging/ through this hook
+        from pipeline.staging_export import staging_files_of
+        from projects.filetree.hooks import register_staging_writer
+
+        register_staging_writer(staging_files_of)

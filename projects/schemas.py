@@ -653,6 +653,190 @@ ANSWER_SPEC: Schema = {
     "required": ["version", "topic", "answers", "answered_at", "answered_by"],
 }
 
+# --- Whole files of the tree, as the importer reads them -------------------------------------------
+
+ORCHESTRATOR_STATES = ("INIT", "QUICK_START", "VOL_PLANNING", "WRITING", "CHAPTER_REWRITE", "VOL_REVIEW",
+                       "ERROR_RETRY")
+_COUNTER: Schema = {"type": "integer", "minimum": 0}
+
+CHECKPOINT_FILE: Schema = {  # .checkpoint.json, facts §3 (unknown keys are kept)
+    "type": "object",
+    "properties": {
+        "last_completed_chapter": _COUNTER,
+        "current_volume": {"type": "integer", "minimum": 1},
+        "orchestrator_state": {"type": "string", "enum": list(ORCHESTRATOR_STATES)},
+        "pipeline_stage": _nullable("string", enum=["drafting", "drafted", "refined", "judged", "revising",
+                                                    "committed", None]),
+        "volume_pipeline_stage": _nullable("string", enum=["outline", "validate", "commit", None]),
+        "quickstart_phase": _nullable("string", enum=["world", "characters", "style", "f0", "trial", "results",
+                                                      None]),
+        "inflight_chapter": _nullable("integer", minimum=1),
+        "revision_count": _COUNTER,
+        "hook_fix_count": _COUNTER,
+        "title_fix_count": _COUNTER,
+        "last_committed_volume": _COUNTER,
+        "pending_actions": PENDING_ACTIONS,
+        "last_checkpoint_time": _nullable("string", format="date-time"),
+    },
+    "required": ["last_completed_chapter", "current_volume"],
+    "additionalProperties": True,
+}
+
+WORLD_RULES_FILE: Schema = {  # world/rules.json, facts §10.1
+    "type": "object",
+    "properties": {
+        "rules": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "pattern": r"^W-\d{3,}$"},
+                    "category": {"type": "string"},
+                    "rule": {"type": "string", "minLength": 1},
+                    "constraint_type": {"type": "string", "enum": ["hard", "soft"]},
+                    "canon_status": {"type": "string", "enum": ["established", "planned", "deprecated"]},
+                    "exceptions": RULE_EXCEPTIONS,
+                    "introduced_chapter": _nullable("integer", minimum=0),
+                    "last_verified": _nullable("integer", minimum=0),
+                    "keywords": STRING_LIST,
+                },
+                "required": ["id", "rule", "constraint_type"],
+            },
+        }
+    },
+    "required": ["rules"],
+}
+
+CHARACTER_FILE: Schema = {  # characters/<status>/<slug>.json, facts §10.2
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": SLUG_PATTERN},
+        "display_name": {"type": "string", "minLength": 1, "maxLength": 100},
+        "canon_status": {"type": "string", "enum": ["established", "planned", "deprecated"]},
+        "contracts": CHARACTER_CONTRACTS,
+    },
+    "required": ["display_name", "contracts"],
+    "additionalProperties": True,
+}
+
+STORYLINES_FILE: Schema = {  # storylines/storylines.json, facts §10.4
+    "type": "object",
+    "properties": {
+        "storylines": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "pattern": SLUG_PATTERN},
+                    "name": {"type": "string", "minLength": 1, "maxLength": 100},
+                    "type": {"type": "string"},
+                    "scope": {"type": "string", "enum": ["novel", "multi_volume", "single_volume"]},
+                    "pov_characters": STRING_LIST,
+                    "affiliated_factions": STRING_LIST,
+                    "timeline": {"type": "string", "maxLength": 40},
+                    "status": {"type": "string", "enum": ["active", "dormant", "planned"]},
+                    "description": {"type": "string"},
+                    "introduced_volume": _nullable("integer", minimum=1),
+                },
+                "required": ["id", "name"],
+            },
+        },
+        "relationships": STORYLINES_META["properties"]["relationships"],
+    },
+    "required": ["storylines"],
+    "additionalProperties": True,
+}
+
+_GLOBAL_ITEM: Schema = {  # foreshadowing/global.json item, facts §10.9
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "minLength": 1, "maxLength": 200},
+        "description": {"type": "string"},
+        "scope": {"type": "string", "enum": list(FORESHADOW_SCOPES)},
+        "status": {"type": "string", "enum": list(FORESHADOW_STATUSES)},
+        "planted_chapter": _nullable("integer", minimum=0),
+        "planted_storyline": _nullable("string"),
+        "target_resolve_range": {"anyOf": [CHAPTER_RANGE, {"type": "null"}]},
+        "last_updated_chapter": _nullable("integer", minimum=0),
+        "history": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "chapter": {"type": "integer", "minimum": 0},
+                    "action": {"type": "string", "enum": list(FORESHADOW_STATUSES)},
+                    "detail": {"type": "string"},
+                },
+                "required": ["chapter", "action"],
+            },
+        },
+    },
+    "required": ["id", "status"],
+}
+
+GLOBAL_FORESHADOWING: Schema = {  # a bare array is accepted on read (facts §10.9)
+    "anyOf": [
+        {"type": "object", "properties": {"foreshadowing": {"type": "array", "items": _GLOBAL_ITEM}},
+         "required": ["foreshadowing"]},
+        {"type": "array", "items": _GLOBAL_ITEM},
+    ]
+}
+
+NOVELSITE_PROJECT: Schema = {  # novelsite/project.json: Novelsite's extension of the tree
+    "type": "object",
+    "properties": {
+        "format": {"type": "string", "const": "novelsite-tree/1"},
+        "slug": {"type": "string"},
+        "title": {"type": "string", "minLength": 1, "maxLength": 200},
+        "genre": {"type": "string", "maxLength": 40},
+        "target_platform": {"type": "string", "maxLength": 40},
+        "genre_drive_type": {"type": "string", "enum": ["", "plot", "character", "suspense", "slice_of_life"]},
+        "autopilot": {
+            "type": "object",
+            "properties": {"enabled": {"type": "boolean"},
+                           "chapters_per_night": {"type": "integer", "minimum": 0, "maximum": 1000},
+                           "cost_cap_usd": {"type": "string", "pattern": r"^\d{1,6}(\.\d{1,2})?$"}},
+        },
+        "gate_settings": GATE_SETTINGS,
+        "stage_models": STAGE_MODELS,
+        "volumes": {
+            "type": "object",
+            "propertyNames": {"pattern": r"^[1-9]\d*$"},
+            "additionalProperties": {
+                "type": "object",
+                "properties": {"title": {"type": "string", "maxLength": 200},
+                               "status": {"type": "string", "enum": ["writing", "reviewing", "closed"]}},
+            },
+        },
+        "chapter_storylines": {"type": "object", "propertyNames": {"pattern": r"^[1-9]\d*$"},
+                               "additionalProperties": {"type": ["string", "null"]}},
+        "inactive_style_drift": {"anyOf": [STYLE_DRIFT, {"type": "null"}]},
+    },
+    "required": ["format"],
+}
+
+ARCHIVED_SUMMARIES: Schema = {  # novelsite/archived-summaries.json: memory levels (seed 002 and beyond)
+    "type": "object",
+    "properties": {
+        "archived_summaries": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "level": {"type": "string", "enum": ["archive", "volume", "synopsis"]},
+                    "chapter_start": {"type": "integer", "minimum": 1},
+                    "chapter_end": {"type": "integer", "minimum": 1},
+                    "volume_number": _nullable("integer", minimum=1),
+                    "superseded": {"type": "boolean"},
+                    "text": {"type": "string", "minLength": 1},
+                },
+                "required": ["level", "chapter_start", "chapter_end", "text"],
+            },
+        }
+    },
+    "required": ["archived_summaries"],
+}
+
 SCHEMAS: dict[str, Schema] = {
     name: value
     for name, value in globals().items()

@@ -1,6 +1,6 @@
 """``python manage.py novel <subcommand>``: the command-line face of Novelsite.
 
-Subcommands so far: ``demo`` (load the demo novel) and ``status``. With ``--json`` the output is the
+Subcommands so far: ``demo`` (load the demo novel), ``status``, ``export`` and ``import``. With ``--json`` the output is the
 original tool's envelope (facts §1): ``{"ok": true, "command", "data"}`` or
 ``{"ok": false, "command", "error": {"message", "code"}}`` with exit code 2.
 """
@@ -15,13 +15,16 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from projects.errors import NovelsiteError
+from projects.filetree.export import export_to_path
+from projects.filetree.importer import tree_import
+from projects.filetree.source import read_tree
 from projects.models import Project
 from projects.sample_project import SAMPLE_SLUG, sample_project_create
 from projects.selectors import project_status
 
 
 class Command(BaseCommand):
-    help = "Novelsite's novel commands: demo, status."
+    help = "Novelsite's novel commands: demo, status, export, import."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--json", action="store_true", help="Print the JSON envelope instead of text.")
@@ -30,6 +33,14 @@ class Command(BaseCommand):
         demo.add_argument("--owner", help="Username to make owner (created if missing, without a password).")
         status = sub.add_parser("status", help="Show a project's checkpoint and progress.")
         status.add_argument("project", nargs="?", default=SAMPLE_SLUG, help="Project slug (default: demo).")
+        export = sub.add_parser("export", help="Write a project as the canonical file tree (a directory or .zip).")
+        export.add_argument("project", help="Project slug.")
+        export.add_argument("target", help="A new or empty directory, or a path ending in .zip.")
+        load = sub.add_parser("import", help="Create a project from a file tree (a directory or .zip).")
+        load.add_argument("source", help="The tree's directory, or a .zip of it.")
+        load.add_argument("--project", dest="slug", help="Slug for the new project (default: from the tree).")
+        load.add_argument("--owner", help="Username that becomes the project's owner.")
+        load.add_argument("--replace", action="store_true", help="Replace an existing project with that slug.")
 
     def handle(self, *args: Any, **options: Any) -> None:
         command = options["subcommand"]
@@ -55,6 +66,39 @@ class Command(BaseCommand):
         if not options["json"]:
             self.stdout.write(self.style.SUCCESS(f"Demo project ready: {project.title} ({project.slug})"))
         return {"project": project.slug}
+
+    def _export(self, options: dict[str, Any]) -> dict[str, Any]:
+        project = Project.objects.filter(slug=options["project"]).first()
+        if project is None:
+            raise Project.DoesNotExist(f"No project with slug {options['project']!r}.")
+        try:
+            export_to_path(project, options["target"])
+        except FileExistsError as exc:
+            raise CommandError(str(exc), returncode=2) from exc
+        if not options["json"]:
+            self.stdout.write(self.style.SUCCESS(f"Exported {project.slug} to {options['target']}"))
+        return {"project": project.slug, "target": str(options["target"])}
+
+    def _import(self, options: dict[str, Any]) -> dict[str, Any]:
+        owner = None
+        if options.get("owner"):
+            owner = get_user_model().objects.filter(username=options["owner"]).first()
+            if owner is None:
+                raise CommandError(f"No user {options['owner']!r}.", returncode=2)
+        report = tree_import(read_tree(options["source"]), slug=options.get("slug"), owner=owner,
+                             replace=options["replace"])
+        data = {"project": report.project.slug, "files": report.files, "kept": report.kept,
+                "skipped": report.skipped, "warnings": report.warnings}
+        if not options["json"]:
+            self.stdout.write(self.style.SUCCESS(
+                f"Imported {report.files} files as project {report.project.slug} ({report.project.title})"))
+            for path in report.kept:
+                self.stdout.write(f"  kept as is (not modelled): {path}")
+            for path in report.skipped:
+                self.stdout.write(f"  skipped: {path}")
+            for warning in report.warnings:
+                self.stdout.write(self.style.WARNING(f"  warning: {warning}"))
+        return data
 
     def _status(self, options: dict[str, Any]) -> dict[str, Any]:
         project = Project.objects.filter(slug=options["project"]).first()

@@ -1,0 +1,58 @@
+"""Export as a streamed zip download, and import from an uploaded zip."""
+from __future__ import annotations
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from projects.filetree.export import zip_stream
+from projects.filetree.importer import tree_import
+from projects.filetree.source import read_zip
+from projects.models import Project
+from projects.permissions import Action
+from projects.selectors import project_get_for_member
+
+
+class ProjectExportApi(APIView):
+    @extend_schema(responses={(200, "application/zip"): OpenApiTypes.BINARY})
+    def get(self, request, slug: str) -> StreamingHttpResponse:
+        project = project_get_for_member(user=request.user, slug=slug, action=Action.READ)
+        response = StreamingHttpResponse(zip_stream(project), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{project.slug}.zip"'
+        return response
+
+
+class ProjectImportApi(APIView):
+    parser_classes = [MultiPartParser]
+
+    class ProjectImportInput(serializers.Serializer):
+        file = serializers.FileField()
+        slug = serializers.SlugField(required=False, max_length=60)
+        replace = serializers.BooleanField(default=False)
+
+    class ProjectImportOutput(serializers.Serializer):
+        slug = serializers.CharField()
+        title = serializers.CharField()
+        files = serializers.IntegerField()
+        kept = serializers.ListField(child=serializers.CharField())
+        skipped = serializers.ListField(child=serializers.CharField())
+        warnings = serializers.ListField(child=serializers.CharField())
+
+    @extend_schema(request=ProjectImportInput, responses={201: ProjectImportOutput})
+    def post(self, request) -> Response:
+        incoming = self.ProjectImportInput(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        data = incoming.validated_data
+        slug = data.get("slug")
+        if data["replace"] and slug and Project.objects.filter(slug=slug).exists():
+            project_get_for_member(user=request.user, slug=slug, action=Action.MANAGE)  # only its owner replaces it
+        source = read_zip(data["file"])
+        source.name = source.name or data["file"].name.rsplit(".", 1)[0]
+        report = tree_import(source, slug=slug, owner=request.user, replace=data["replace"])
+        output = {"slug": report.project.slug, "title": report.project.title, "files": report.files,
+                  "kept": report.kept, "skipped": report.skipped, "warnings": report.warnings}
+        return Response(self.ProjectImportOutput(output).data, status=status.HTTP_201_CREATED)
