@@ -144,6 +144,12 @@ CELERY_BEAT_SCHEDULE: dict = {}
 NOVELSITE_LLM_BACKEND = env.str("NOVELSITE_LLM_BACKEND", default="offline")
 ANTHROPIC_API_KEY = env.str("ANTHROPIC_API_KEY", default="")
 ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="")
+# The SDK's own retries and timeout stay well below the Celery soft time limit, so a stuck call
+# surfaces as an LLM error the stage can retry, not as a killed task.
+ANTHROPIC_TIMEOUT_SECONDS = env.float("ANTHROPIC_TIMEOUT_SECONDS", default=300.0)
+ANTHROPIC_MAX_RETRIES = env.int("ANTHROPIC_MAX_RETRIES", default=2)
+NOVELSITE_DEFAULT_MODEL = env.str("NOVELSITE_DEFAULT_MODEL", default="claude-sonnet-4-5")
+NOVELSITE_LLM_PRICES: dict = {}  # per-model overrides of pipeline/llm/pricing.py
 
 # --- Novelsite ---------------------------------------------------------------------------------
 NOVELSITE_REQUIRE_SERVICES = env.bool("REQUIRE_SERVICES", default=False)

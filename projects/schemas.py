@@ -185,6 +185,7 @@ GATE_SETTINGS: Schema = {  # facts §11 thresholds, overridable per project
 }
 
 PIPELINE_STAGE_NAMES = (
+    "default",
     "quickstart",
     "plan",
     "draft",
@@ -588,7 +589,8 @@ CHAPTER_LOG: Schema = {  # logs/chapter-NNN-log.json, seed 000 §9.2 and facts �
 BLACKBOARD: Schema = {  # seed 001: three zones
     "type": "object",
     "title": "Blackboard",
-    "properties": {"meta": {"type": "object"}, "content": {"type": "object"}, "control": {"type": "object"}},
+    "properties": {"meta": {"type": "object"}, "content": {"type": "object"}, "control": {"type": "object"},
+                   "history": {"type": "object"}},  # earlier versions of content keys
     "required": ["meta", "content", "control"],
     "additionalProperties": False,
 }

@@ -1,0 +1,1 @@
+"""Jacquard: the prompt templating and LLM-output (Filament) layer of the pipeline (seed 004)."""

@@ -1,0 +1,1 @@
+"""The LLM layer: one interface (``types``), two backends (``anthropic_backend``, ``offline``)."""

@@ -1,0 +1,204 @@
+"""What the offline backend answers for each stage: Filament tags with content in the exact protocol
+the stage asks for, built from the request's structured slice (never from the prompt text).
+
+Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices each stage sends:
+
+- ``draft`` / ``quickstart:trial``: chapter, title, storyline_id, characters [{slug, display_name}],
+  objectives [text], place, target_chars, blacklist [words]; answers ``chapter`` (H1 + text) and
+  ``hints`` (JSON ``{chapter, hints[]}``).
+- ``summarize``: chapter, title, storyline_id, characters, place, foreshadowing_updates {id: status};
+  answers ``summary`` (seed format), ``state_update`` (triples), ``memory`` and ``crossref``.
+- ``refine``: chapter_text, blacklist; answers ``edits`` (JSON list of {find, replace, reason}).
+- ``judge`` / ``quickstart:results``: chapter, objectives [{id, description, required}],
+  score_mode ("normal" | "low" | "revise"); answers ``evaluation`` (JSON, 8 scores).
+- ``plan`` / ``quickstart:f0``: volume, chapter_start, chapter_end, storylines [slug], characters,
+  previous_state_keys [slug]; answers ``outline``, ``schedule``, ``foreshadowing``,
+  ``new_characters`` and ``contracts`` that pass the facts §6 validation.
+- ``consolidate``: summaries [text]; answers ``summary``.
+- ``quickstart:world`` / ``quickstart:characters`` / ``quickstart:style``, ``review``.
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+from pipeline.llm.offline.prose import paragraphs
+from projects.schemas import DEFAULT_SCORE_WEIGHTS, SCORE_DIMENSIONS
+
+Writer = Callable[[dict[str, Any], random.Random], dict[str, str]]
+PLACES = ["北境雪原", "幽暗森林", "魔都", "星火旧址", "断崖渡口"]
+MOODS = ["警觉", "决意", "疲惫", "愤怒", "平静", "不安"]
+CAST = [("lin-feng", "林枫"), ("su-wan", "苏婉"), ("zhao-ming", "赵明"), ("chen-lao", "陈老")]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _names(slice_: dict[str, Any]) -> list[str]:
+    return [c.get("display_name") or c["slug"] for c in slice_.get("characters", [])]
+
+
+def draft(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    number, title = slice_["chapter"], slice_.get("title") or "无题"
+    place = slice_.get("place") or rng.choice(PLACES)
+    body = paragraphs(seed=str(rng.random()), names=_names(slice_), place=place,
+                      goals=list(slice_.get("objectives", [])), target_chars=int(slice_.get("target_chars", 3000)))
+    blacklist = slice_.get("blacklist") or []
+    if blacklist and rng.random() < 0.5:  # leave the refiner something to do, as a real draft would
+        body[len(body) // 2] = body[len(body) // 2].replace("，", f"，{rng.choice(blacklist)}", 1)
+    hints = [f"{c['slug']} 位置: {place}" for c in slice_.get("characters", [])[:3]]
+    return {"chapter": f"# 第{number}章 {title}\n\n" + "\n\n".join(body),
+            "hints": _dumps({"chapter": number, "hints": hints})}
+
+
+def summarize(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    number, line = slice_["chapter"], slice_.get("storyline_id", "main-arc")
+    characters = slice_.get("characters", [])
+    place = slice_.get("place") or rng.choice(PLACES)
+    names = _names(slice_) or ["主角"]
+    updates = slice_.get("foreshadowing_updates") or {}
+    marks = {"planted": "埋设", "advanced": "推进", "resolved": "回收"}
+    foreshadow_lines = [f"- [{marks[status]}] {fid}" for fid, status in updates.items()] or ["- 无"]
+    summary = "\n".join([f"## 第 {number} 章摘要", "### 关键事件", f"- {names[0]}抵达{place}，局势起了变化。",
+                         f"- {slice_.get('title') or '本章'}的冲突告一段落。", "### 伏笔变更", *foreshadow_lines,
+                         "### 故事线标记", f"- storyline_id: {line}"])
+    triples: list[list[Any]] = []
+    for character in characters[:3]:
+        triples.append(["SET", f"characters.{character['slug']}.location", place])
+        triples.append(["SET", f"characters.{character['slug']}.emotional_state", rng.choice(MOODS)])
+    if len(characters) >= 2:
+        triples.append(["ADD", f"characters.{characters[0]['slug']}.relationships.{characters[1]['slug']}",
+                        rng.choice([-5, 5, 10])])
+    triples.append(["SET", "world_state.time_marker", f"第{number}日"])
+    triples += [["FORESHADOW", fid, status, f"第{number}章"] for fid, status in updates.items()]
+    memory = f"{names[0]}已到{place}（ch{number}）。" + (slice_.get("memory") or "")
+    return {"summary": summary, "state_update": _dumps(triples), "memory": memory[:480],
+            "crossref": _dumps({"storyline_id": line, "cross_references": [], "leak_risk": "none",
+                                "leak_detail": ""})}
+
+
+def refine(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    text, edits = slice_.get("chapter_text", ""), []
+    for word in sorted(set(slice_.get("blacklist") or []), key=len, reverse=True):
+        start = text.find(word)
+        if start < 0:
+            continue
+        context = text[max(0, start - 6):start + len(word)]
+        edits.append({"find": context, "replace": context.replace(word, ""), "reason": f"删去 AI 腔词语「{word}」"})
+    return {"edits": _dumps(edits)}
+
+
+def judge(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    mode = slice_.get("score_mode", "normal")
+    band = {"normal": (4, 5), "revise": (3, 3), "low": (2, 3)}[mode]
+    scores = {dim: {"score": rng.randint(*band), "weight": DEFAULT_SCORE_WEIGHTS[dim],
+                    "reason": "离线评审", "evidence": "（离线）"} for dim in SCORE_DIMENSIONS}
+    overall = round(sum(s["score"] * s["weight"] for s in scores.values()), 2)
+    checks = [{"objective_id": o.get("id", f"OBJ-{i}"), "status": "pass", "confidence": "high",
+               "detail": o.get("description", "")} for i, o in enumerate(slice_.get("objectives", []), 1)]
+    recommendation = "pass" if overall >= 4.0 else "polish" if overall >= 3.5 else "revise" if overall >= 3.0 else \
+        "review" if overall >= 2.0 else "rewrite"
+    fixes = [] if overall >= 3.5 else [{"target": "pacing", "instruction": "加快中段节奏，删去重复动作描写"}]
+    evaluation = {"chapter": slice_["chapter"], "contract_verification": {
+        "l1_checks": [], "l2_checks": [], "l3_checks": checks, "ls_checks": [], "has_violations": False},
+        "scores": scores, "overall": overall, "recommendation": recommendation, "risk_flags": [],
+        "required_fixes": fixes, "issues": [], "strengths": ["情节推进清楚"]}
+    return {"evaluation": _dumps(evaluation)}
+
+
+def _outline_block(number: int, line: str, pov: str, rng: random.Random) -> str:
+    return "\n".join([
+        f"### 第 {number} 章: {rng.choice(['风起', '夜行', '石板', '对峙', '渡口', '密谈'])}",
+        f"- **Storyline**: {line}", f"- **POV**: {pov}", f"- **Location**: {rng.choice(PLACES)}",
+        f"- **Conflict**: {rng.choice(['追兵逼近', '真相半露', '盟友生疑'])}",
+        f"- **Arc**: {rng.choice(['决意南下', '学会隐忍', '看清对手'])}", "- **Foreshadowing**: 无",
+        f"- **StateChanges**: {pov}.location", "- **TransitionHint**: null",
+    ])
+
+
+def plan(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    volume, start, end = slice_["volume"], slice_["chapter_start"], slice_["chapter_end"]
+    lines = slice_.get("storylines") or ["main-arc"]
+    characters = slice_.get("characters") or [{"slug": s, "display_name": n} for s, n in CAST[:2]]
+    pov = characters[0]["slug"]
+    state_keys = list(dict.fromkeys([*slice_.get("previous_state_keys", []), pov]))
+    blocks, contracts = [f"## 第 {volume} 卷大纲", ""], []
+    for number in range(start, end + 1):
+        line = lines[(number - start) % len(lines)]
+        blocks += [_outline_block(number, line, pov, rng), ""]
+        contracts.append({
+            "chapter": number, "storyline_id": line, "excitement_type": "setup",
+            "preconditions": {"character_states": {key: {"location": "未知"} for key in state_keys},
+                              "required_world_rules": []},
+            "objectives": [{"id": f"OBJ-{number}-1", "type": "plot", "required": True,
+                            "description": f"推进第{number}章的主要冲突"}],
+            "postconditions": {"state_changes": {pov: {"location": rng.choice(PLACES)}}, "foreshadowing_updates": {}},
+            "acceptance_criteria": ["人物行为符合契约"],
+        })
+        state_keys = [pov]
+    schedule = {"volume": volume, "active_storylines": lines[:4], "convergence_events": []}
+    foreshadowing = {"schema_version": 1, "items": [{"id": f"vol{volume}_secret", "description": "本卷暗线",
+                                                     "scope": "short", "target_resolve_range": [start, end]}]}
+    return {"outline": "\n".join(blocks).rstrip(), "schedule": _dumps(schedule), "foreshadowing": _dumps(foreshadowing),
+            "new_characters": "[]", "contracts": _dumps(contracts)}
+
+
+def consolidate(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    events = []
+    for text in slice_.get("summaries", []):
+        events += [line.lstrip("- ") for line in text.splitlines() if line.startswith("- ")
+                   and "storyline_id" not in line]
+    return {"summary": "；".join(events)[:400] or "（无事发生）"}
+
+
+def world(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    rules = [{"id": f"W-00{i}", "category": category, "rule": rule, "constraint_type": "hard",
+              "canon_status": "established", "exceptions": []}
+             for i, (category, rule) in enumerate([("magic_system", "灵力需以星火为引"),
+                                                   ("geography", "北境与魔都之间只有一条官道"),
+                                                   ("social", "世家子弟不得私斗")], start=1)]
+    docs = {"geography": "北境雪原，南接幽暗森林。", "history": "三百年前星火宗覆灭。", "rules": "星火为引，三次为限。"}
+    lines = {"storylines": [{"id": "main-arc", "name": "主线", "type": "main_arc", "scope": "novel",
+                             "pov_characters": [], "affiliated_factions": [], "timeline": "present",
+                             "status": "active", "description": slice_.get("brief", "")[:100]}]}
+    return {"rules": _dumps({"rules": rules}), "world_docs": _dumps(docs), "storylines": _dumps(lines)}
+
+
+def characters(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    cast = [{"id": slug, "display_name": name, "canon_status": "established",
+             "profile": f"{name}，性格分明，有自己的秘密。",
+             "contracts": [{"id": f"C-{slug.upper()}-001", "type": "personality", "rule": "言行一致",
+                            "valid_from_chapter": 1, "valid_until": None, "exceptions": []}]}
+            for slug, name in CAST[:3]]
+    return {"characters": _dumps(cast)}
+
+
+def style(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    profile = {"source_type": "template", "avg_sentence_length": 18, "dialogue_ratio": 0.35,
+               "rhetoric_preferences": ["短句切换"], "forbidden_words": ["不禁", "莫名的"],
+               "writing_directives": [{"directive": "少用形容词堆叠", "do": "写动作", "dont": "写空洞情绪"}]}
+    return {"style_profile": _dumps(profile)}
+
+
+def review(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    start, end = slice_.get("chapter_range", [1, 1])
+    report = {"schema_version": 1, "scope": "volume_end", "volume": slice_.get("volume", 1),
+              "chapter_range": [start, end], "issues": [],
+              "stats": {"chapters_checked": end - start + 1, "issues_total": 0,
+                        "issues_by_severity": {"high": 0, "medium": 0, "low": 0}}}
+    return {"audit": _dumps(report)}
+
+
+WRITERS: dict[str, Writer] = {
+    "draft": draft, "quickstart:trial": draft,
+    "summarize": summarize,
+    "refine": refine,
+    "judge": judge, "quickstart:results": judge,
+    "plan": plan, "quickstart:f0": plan,
+    "consolidate": consolidate,
+    "quickstart:world": world, "quickstart:characters": characters, "quickstart:style": style,
+    "review": review,
+}

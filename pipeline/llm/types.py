@@ -1,0 +1,132 @@
+"""The one interface every stage talks to the LLM through. ORM-free, so it tests without a database.
+
+A request carries the rendered prompt (system blocks and messages, each block marked cacheable or
+not) and, beside it, the stage name and the structured slice the prompt was built from: the offline
+backend builds its deterministic output from that slice, never by parsing prompt text (DESIGN §6);
+real backends ignore it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal, Protocol
+
+Role = Literal["user", "assistant"]
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    text: str
+    cacheable: bool = False  # a cache_control breakpoint goes after the last cacheable block of a run
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    blocks: tuple[TextBlock, ...]
+
+    @classmethod
+    def of(cls, role: Role, text: str) -> Message:
+        return cls(role, (TextBlock(text),))
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.blocks)
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    model: str
+    system: tuple[TextBlock, ...]
+    messages: tuple[Message, ...]
+    max_output_tokens: int
+    stage: str
+    stream: bool = True
+    slice: Mapping[str, Any] = field(default_factory=dict)  # structured input (offline backend only)
+    seed_key: str = ""  # project:chapter:stage:attempt, for deterministic offline output
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cache_creation_input_tokens": self.cache_creation_input_tokens,
+                "cache_read_input_tokens": self.cache_read_input_tokens}
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    text: str
+    stop_reason: str  # end_turn, max_tokens, stop_sequence …
+    usage: Usage
+    cost_usd: Decimal
+    duration_ms: int
+    request_id: str
+    model: str
+    backend: str
+
+
+TextCallback = Callable[[str], None]  # receives each streamed text delta
+
+
+class LLMBackend(Protocol):
+    name: str
+
+    def complete(self, request: LLMRequest, on_text: TextCallback | None = None) -> LLMResult:
+        """Run one request. Raises an ``LLMError`` subclass on failure."""
+        ...
+
+
+class LLMError(Exception):
+    """Base of every LLM failure."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, status_code: int | None = None, request_id: str = "") -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.request_id = request_id
+
+
+class LLMTransientError(LLMError):
+    """Worth retrying with backoff: 429, 529, 5xx, timeouts, connection errors, a truncated stream."""
+
+    retryable = True
+
+
+class LLMRateLimited(LLMTransientError):
+    """429."""
+
+
+class LLMOverloaded(LLMTransientError):
+    """529 or 503."""
+
+
+class LLMServerError(LLMTransientError):
+    """Other 5xx."""
+
+
+class LLMTimeout(LLMTransientError):
+    """The request or the stream took too long."""
+
+
+class LLMConnectionError(LLMTransientError):
+    """The endpoint could not be reached."""
+
+
+class LLMTruncatedStream(LLMTransientError):
+    """The stream ended before message_stop."""
+
+
+class LLMBadOutput(LLMTransientError):
+    """The text does not follow the stage's protocol (unparseable); asking again may fix it."""
+
+
+class LLMPermanentError(LLMError):
+    """Retrying cannot help: 400, 401, 403, 404, 413."""
