@@ -148,7 +148,7 @@ ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="")
 # surfaces as an LLM error the stage can retry, not as a killed task.
 ANTHROPIC_TIMEOUT_SECONDS = env.float("ANTHROPIC_TIMEOUT_SECONDS", default=300.0)
 ANTHROPIC_MAX_RETRIES = env.int("ANTHROPIC_MAX_RETRIES", default=2)
-NOVELSITE_DEFAULT_MODEL = env.str("NOVELSITE_DEFAULT_MODEL", default="claude-sonnet-4-5")
+NOVELSITE_DEFAULT_MODEL = env.str("NOVELSITE_DEFAULT_MODEL", default="claude-sonnet-5-5")
 NOVELSITE_LLM_PRICES: dict = {}  # per-model overrides of pipeline/llm/pricing.py
 
 # --- Novelsite ---------------------------------------------------------------------------------

@@ -65,3 +65,12 @@ def sample_project(db):
 def _fast_password_hashing(settings):
     # PBKDF2's million rounds cost ~0.8 s per user; tests do not need them.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def fake_anthropic():
+    """A fake Anthropic Messages API on a free loopback port (tests/fake_anthropic.py)."""
+    from tests.fake_anthropic import FakeAnthropic
+
+    with FakeAnthropic() as fake:
+        yield fake

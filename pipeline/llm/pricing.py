@@ -21,17 +21,32 @@ class Price:
     effective: str
 
 
-def _price(input_: str, output: str, effective: str) -> Price:
+def _price(input_: str, output: str, effective: str, *, cache_read: str | None = None) -> Price:
     base = Decimal(input_)
-    return Price(base, base * Decimal("1.25"), base * Decimal("0.1"), Decimal(output), effective)
+    read = Decimal(cache_read) if cache_read is not None else base * Decimal("0.1")
+    return Price(base, base * Decimal("1.25"), read, Decimal(output), effective)
 
 
-# Anthropic list prices per MTok as published; the offline backend costs nothing.
+# Anthropic list prices per MTok (platform.claude.com pricing page, checked 2026-11-22); a dated
+# model id (claude-sonnet-5-5-20260901) takes its family's row. The offline backend costs nothing.
 PRICES: dict[str, Price] = {
-    "claude-opus-4-1": _price("15", "75", "2025-08-05"),
+    "claude-fable-5-1": _price("10", "50", "2026-09-01", cache_read="0.25"),
+    "claude-mythos-5-1": _price("10", "50", "2026-09-01", cache_read="0.25"),
+    "claude-fable-5": _price("10", "50", "2026-05-01", cache_read="1"),
+    "claude-mythos-5": _price("10", "50", "2026-05-01", cache_read="1"),
+    "claude-opus-5-5": _price("4", "20", "2026-10-07", cache_read="0.20"),
+    "claude-opus-5": _price("5", "25", "2026-05-01"),
+    "claude-opus-4-8": _price("5", "25", "2026-04-01"),
+    "claude-opus-4-7": _price("5", "25", "2026-03-01"),
+    "claude-opus-4-6": _price("5", "25", "2026-01-01"),
     "claude-opus-4-5": _price("5", "25", "2025-11-24"),
+    "claude-opus-4-1": _price("15", "75", "2025-08-05"),
+    "claude-sonnet-5-5": _price("2", "10", "2026-10-07", cache_read="0.10"),
+    "claude-sonnet-5": _price("2", "10", "2026-05-01", cache_read="0.20"),
+    "claude-sonnet-4-6": _price("3", "15", "2026-01-01"),
     "claude-sonnet-4-5": _price("3", "15", "2025-09-29"),
     "claude-sonnet-4": _price("3", "15", "2025-05-22"),
+    "claude-haiku-5-5": _price("0.10", "0.50", "2026-10-07", cache_read="0.01"),  # prompts up to 100K tokens
     "claude-haiku-4-5": _price("1", "5", "2025-10-15"),
     "claude-3-5-haiku": _price("0.80", "4", "2024-10-22"),
     "offline": Price(Decimal(0), Decimal(0), Decimal(0), Decimal(0), "2026-01-01"),
