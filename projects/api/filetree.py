@@ -52,7 +52,11 @@ class ProjectImportApi(APIView):
             project_get_for_member(user=request.user, slug=slug, action=Action.MANAGE)  # only its owner replaces it
         source = read_zip(data["file"])
         source.name = source.name or data["file"].name.rsplit(".", 1)[0]
-        report = tree_import(source, slug=slug, owner=request.user, replace=data["replace"])
+
+        def may_replace(existing: Project) -> None:  # also when the slug comes from the tree, not the form
+            project_get_for_member(user=request.user, slug=existing.slug, action=Action.MANAGE)
+
+        report = tree_import(source, slug=slug, owner=request.user, replace=data["replace"], may_replace=may_replace)
         output = {"slug": report.project.slug, "title": report.project.title, "files": report.files,
                   "kept": report.kept, "skipped": report.skipped, "warnings": report.warnings}
         return Response(self.ProjectImportOutput(output).data, status=status.HTTP_201_CREATED)

@@ -242,9 +242,12 @@ def tree_files(project: Project) -> Iterator[tuple[str, bytes]]:
             written.add(path)
             yield path, data
     for extra in project.extra_files.order_by("path").iterator(chunk_size=200):
-        # kept from an import; a file Novelsite writes itself (or a generated changelog) wins
+        # kept from an import; a file Novelsite writes itself (or a generated changelog) wins.
+        # ExtraFile paths can be edited in the admin: never write the lock, nor a path that leaves the tree.
+        if extra.path.startswith(paths.NEVER_EXPORTED_PREFIX):
+            continue
         if extra.path not in written and extra.path not in paths.GENERATED:
-            yield extra.path, extra.content.encode()
+            yield paths.check_relative_path(extra.path), extra.content.encode()
 
 
 def export_to_directory(project: Project, target: Path) -> None:

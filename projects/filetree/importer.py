@@ -3,6 +3,7 @@
 few dozen queries; edits made by the import are in the history with the reason "import"."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.validators import validate_slug
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.text import slugify
@@ -63,19 +64,29 @@ class ImportReport:
 
 
 def tree_import(
-    source: TreeSource, *, slug: str | None = None, owner: AbstractBaseUser | None = None, replace: bool = False
+    source: TreeSource, *, slug: str | None = None, owner: AbstractBaseUser | None = None, replace: bool = False,
+    may_replace: Callable[[Project], None] | None = None,
 ) -> ImportReport:
     """Create a project from ``source``. Refuses an existing slug unless ``replace`` is set, in
-    which case the old project is deleted in the same transaction (so a failure keeps it)."""
+    which case the old project is deleted in the same transaction (so a failure keeps it).
+    ``may_replace`` is called with that project first and raises to refuse (the slug may come from
+    the tree itself, so a caller cannot check it beforehand)."""
     tree = parse_tree(source)
     slug = _choose_slug(slug, tree, source)
-    with transaction.atomic():
-        existing = Project.objects.filter(slug=slug).first()
-        if existing is not None:
-            if not replace:
-                raise TreeError(slug, "a project with this slug exists; choose another slug or replace it")
-            existing.delete()
-        project = _write(tree, slug, owner)
+    try:
+        with transaction.atomic():
+            existing = Project.objects.filter(slug=slug).first()
+            if existing is not None:
+                if not replace:
+                    raise TreeError(slug, "a project with this slug exists; choose another slug or replace it")
+                if may_replace is not None:
+                    may_replace(existing)
+                existing.delete()
+            project = _write(tree, slug, owner)
+    except (DataError, IntegrityError, OverflowError) as exc:
+        # a value the checks above let through but a column cannot hold (a huge number, an over-long
+        # id on PostgreSQL): still an invalid tree, and the transaction has rolled everything back
+        raise TreeError("(database)", f"a value of the tree does not fit the database: {exc}") from exc
     return ImportReport(project=project, files=len(source.files), kept=tree.kept, skipped=source.skipped,
                         warnings=tree.warnings)
 
@@ -134,12 +145,17 @@ def _project_fields(tree: ParsedTree) -> dict[str, Any]:
 
 
 def _title_from_brief(brief: str) -> str:
-    for line in brief.splitlines():
-        stripped = line.strip()
+    """The ``- **书名**：…`` line of the brief template; else its first H1 (the template's H1 is the
+    generic "创作纲领", so it only counts when there is no 书名 line)."""
+    lines = [line.strip() for line in brief.splitlines()]
+    for stripped in lines:
+        if "书名" in stripped and ("：" in stripped or ":" in stripped):
+            title = stripped.replace("：", ":").split(":", 1)[1].strip(" *")[:200]
+            if title:
+                return title
+    for stripped in lines:
         if stripped.startswith("# "):
             return stripped[2:].strip()[:200] or "未命名"
-        if "书名" in stripped and ("：" in stripped or ":" in stripped):
-            return stripped.replace("：", ":").split(":", 1)[1].strip(" *")[:200] or "未命名"
     return "未命名"
 
 

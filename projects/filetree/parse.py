@@ -11,6 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.dateparse import parse_datetime
+
+from projects.evaluations import chapter_log_columns, evaluation_columns
 from projects.filetree import paths
 from projects.filetree.canonical import decode_exact, load_json, load_json_lines, load_text
 from projects.filetree.errors import TreeError
@@ -73,10 +76,13 @@ def _valid(schema_name: str, value: Any, path: str) -> Any:
     return value
 
 
+MAX_NUMBER = 2_147_483_647  # the largest value of a PositiveIntegerField on every database
+
+
 def _number(text: str, path: str, *, minimum: int = 1) -> int:
     number = int(text)
-    if number < minimum:
-        raise TreeError(path, f"number {number} is out of range (must be ≥ {minimum})")
+    if not minimum <= number <= MAX_NUMBER:
+        raise TreeError(path, f"number {number} is out of range (must be {minimum}..{MAX_NUMBER})")
     return number
 
 
@@ -92,6 +98,14 @@ def _chapter(tree: ParsedTree, number: int, path: str) -> ParsedChapter:
 
 def _checkpoint(tree, match, path, data):
     tree.checkpoint = _valid("CHECKPOINT_FILE", load_json(data, path), path)
+    moment = tree.checkpoint.get("last_checkpoint_time")
+    if moment:  # the schema's "date-time" format is not enforced by the validator
+        try:
+            parsed = parse_datetime(moment)
+        except ValueError as exc:  # well formed but impossible, e.g. month 13
+            raise TreeError(path, f"last_checkpoint_time {moment!r}: {exc}") from exc
+        if parsed is None:
+            raise TreeError(path, f"last_checkpoint_time {moment!r} is not an ISO 8601 date-time")
 
 
 def _brief(tree, match, path, data):
@@ -170,11 +184,23 @@ def _volume_file(tree, match, path, data):
     if name in ("outline.md", "review.md"):
         volume[name.removesuffix(".md")] = load_text(data, path)
     elif name == "storyline-schedule.json":
-        volume["storyline_schedule"] = _valid("STORYLINE_SCHEDULE", load_json(data, path), path)
+        volume["storyline_schedule"] = _schedule(_valid("STORYLINE_SCHEDULE", load_json(data, path), path))
     elif name == "foreshadowing.json":
         volume["foreshadowing_plan"] = _plan(_valid("FORESHADOWING_PLAN", load_json(data, path), path))
     else:
         volume["new_characters"] = _valid("NEW_CHARACTERS", load_json(data, path), path)
+
+
+def _schedule(schedule: dict) -> dict:
+    """facts §15.1: undo ``export.schedule_for_export``. Our exports write ``active_storylines`` as
+    ids and keep the objects under ``storyline_roles``; put the objects back where they were."""
+    active, roles = schedule.get("active_storylines"), schedule.get("storyline_roles")
+    if not (isinstance(active, list) and all(isinstance(item, str) for item in active) and isinstance(roles, list)):
+        return schedule
+    by_id = {role["storyline_id"]: role for role in roles
+             if isinstance(role, dict) and isinstance(role.get("storyline_id"), str)}
+    rest = {key: value for key, value in schedule.items() if key != "storyline_roles"}
+    return {**rest, "active_storylines": [by_id.get(item, item) for item in active]}
 
 
 def _plan(plan: Any) -> dict:
@@ -220,6 +246,28 @@ def _chapter_part(attribute: str, loader: Callable[[bytes, str], Any], schema: s
     return handler
 
 
+# Bounds of the columns the importer derives from an evaluation or a log (projects.models.chapters).
+_COLUMN_BOUNDS = {"overall": (0, 5), "revisions": (0, 32767), "total_duration_ms": (0, 2**63 - 1),
+                  "total_cost_usd": (0, 999_999)}
+
+
+def _with_columns(attribute: str, schema: str, columns: Callable[[dict], dict]):
+    """An evaluation or a log: valid JSON of its schema whose derived columns (score, gate
+    metadata, duration, cost) are readable and fit their database columns."""
+    def handler(tree, match, path, data):
+        chapter = _chapter(tree, _number(match[1], path), path)
+        value = _valid(schema, load_json(data, path), path)
+        try:
+            derived = columns(value)
+        except (AttributeError, TypeError, ValueError, ArithmeticError) as exc:
+            raise TreeError(path, f"unreadable score, gate or cost fields ({exc})") from exc
+        for name, (low, high) in _COLUMN_BOUNDS.items():
+            if derived.get(name) is not None and not low <= derived[name] <= high:
+                raise TreeError(path, f"{name} {derived[name]} is outside {low}..{high}")
+        setattr(chapter, attribute, value)
+    return handler
+
+
 def _current_state(tree, match, path, data):
     tree.state = _valid("STORY_STATE", load_json(data, path), path)
 
@@ -243,7 +291,17 @@ def _global_foreshadowing(tree, match, path, data):
 
 
 def _archives(tree, match, path, data):
-    tree.archives = _valid("ARCHIVED_SUMMARIES", load_json(data, path), path)["archived_summaries"]
+    archives = _valid("ARCHIVED_SUMMARIES", load_json(data, path), path)["archived_summaries"]
+    seen = set()
+    for index, archive in enumerate(archives):  # the table's constraints, checked before writing
+        if archive["chapter_end"] < archive["chapter_start"]:
+            raise TreeError(path, f"$.archived_summaries[{index}]: chapter_end {archive['chapter_end']} is before "
+                                  f"chapter_start {archive['chapter_start']}")
+        key = (archive["level"], archive["chapter_start"])
+        if key in seen:
+            raise TreeError(path, f"$.archived_summaries[{index}]: a second {key[0]} starting at chapter {key[1]}")
+        seen.add(key)
+    tree.archives = archives
 
 
 # Order matters: chapters before their summaries, evaluations and logs.
@@ -267,8 +325,8 @@ HANDLERS: list[tuple[re.Pattern | str, Callable]] = [
     (paths.CONTRACT_RE, _contract),
     (paths.CHAPTER_RE, _chapter_file),
     (paths.SUMMARY_RE, _chapter_part("summary", load_text)),
-    (paths.EVALUATION_RE, _chapter_part("evaluation", load_json, "EVALUATION")),
-    (paths.LOG_RE, _chapter_part("log", load_json, "CHAPTER_LOG")),
+    (paths.EVALUATION_RE, _with_columns("evaluation", "EVALUATION", evaluation_columns)),
+    (paths.LOG_RE, _with_columns("log", "CHAPTER_LOG", chapter_log_columns)),
     (paths.CURRENT_STATE, _current_state),
     (paths.STATE_CHANGELOG, _changelog),
     (paths.SNAPSHOT_RE, _snapshot),

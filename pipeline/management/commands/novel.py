@@ -46,10 +46,10 @@ class Command(BaseCommand):
         command = options["subcommand"]
         try:
             data = getattr(self, f"_{command}")(options)
-        except (NovelsiteError, Project.DoesNotExist) as exc:
+        except (NovelsiteError, Project.DoesNotExist, CommandError) as exc:
             message = getattr(exc, "message", None) or str(exc)
-            if options["json"]:
-                code = getattr(exc, "code", "not_found")
+            if options["json"]:  # every failure gets the envelope (facts §1), not only the Novelsite ones
+                code = getattr(exc, "code", "not_found" if isinstance(exc, Project.DoesNotExist) else "error")
                 self.stdout.write(json.dumps({"ok": False, "command": command,
                                               "error": {"message": message, "code": code}}, ensure_ascii=False))
                 sys.exit(2)
