@@ -810,6 +810,8 @@ NOVELSITE_PROJECT: Schema = {  # novelsite/project.json: Novelsite's extension o
                                "status": {"type": "string", "enum": ["writing", "reviewing", "closed"]}},
             },
         },
+        "chapter_volumes": {"type": "object", "propertyNames": {"pattern": r"^[1-9]\d*$"},
+                            "additionalProperties": {"type": "integer", "minimum": 1}},
         "chapter_storylines": {"type": "object", "propertyNames": {"pattern": r"^[1-9]\d*$"},
                                "additionalProperties": {"type": ["string", "null"]}},
         "inactive_style_drift": {"anyOf": [STYLE_DRIFT, {"type": "null"}]},

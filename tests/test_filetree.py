@@ -1188,3 +1188,55 @@ def test_export_refuses_an_extra_file_path_that_leaves_the_tree(full_project, tm
         export_to_directory(full_project, tmp_path / "out" / "tree")
     assert caught.value.path == path
     assert not (tmp_path / "out" / "escape.md").exists() and not (tmp_path / "escape.md").exists()
+
+
+# --- added after review: brief counted in 字, one spelling per volume, chapter volumes kept --------
+
+
+def _minimal_tree(tmp_path, files):
+    from projects.filetree.source import read_directory
+
+    for path, text in files.items():
+        target = tmp_path / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return read_directory(tmp_path)
+
+
+@pytest.mark.django_db
+def test_brief_limit_counts_characters_not_whitespace(tmp_path):
+    from projects.filetree.importer import tree_import
+
+    brief = "# 创作纲领\n\n" + "\n".join("- 项： " + "字 " * 15 for _ in range(32))  # > 1000 chars, < 1000 字
+    assert len(brief) > 1000
+    report = tree_import(_minimal_tree(tmp_path, {"brief.md": brief}), slug="long-brief")
+    assert report.project.brief == brief
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("second", ["volumes/vol-001/outline.md", "volumes/vol-001/chapter-contracts/chapter-001.json"])
+def test_one_volume_spelled_twice_is_refused(tmp_path, second):
+    from projects.filetree.errors import TreeError
+    from projects.filetree.importer import tree_import
+
+    contract = json.dumps({"chapter": 1, "storyline_id": "main-arc", "objectives": [
+        {"id": "OBJ-1-1", "type": "plot", "required": True, "description": "开场"}]})
+    files = {"volumes/vol-01/outline.md": "## 第 1 卷大纲", second: contract if second.endswith(".json") else "x"}
+    with pytest.raises(TreeError, match="both vol-0?01 and vol-0?01"):
+        tree_import(_minimal_tree(tmp_path, files), slug="twice")
+    assert not Project.objects.filter(slug="twice").exists()
+
+
+@pytest.mark.django_db
+def test_chapter_volume_survives_a_round_trip_without_contract(tmp_path, sample_project):
+    from projects.filetree.export import export_to_directory
+    from projects.filetree.importer import tree_import
+    from projects.filetree.source import read_directory
+
+    from projects.models import Chapter, Volume
+
+    volume2 = Volume.objects.create(project=sample_project, number=2)
+    Chapter.objects.create(project=sample_project, volume=volume2, number=5, text="第二卷提前开场。")
+    export_to_directory(sample_project, tmp_path / "tree")
+    copy = tree_import(read_directory(tmp_path / "tree"), slug="vol-copy").project
+    assert copy.chapters.get(number=5).volume.number == 2

@@ -45,9 +45,7 @@ def _project_files(project: Project) -> Iterator[tuple[str, bytes]]:
 def _novelsite_settings(project: Project) -> dict[str, Any]:
     """What the original tool has no file for: Novelsite's extension, novelsite/project.json."""
     volumes = {str(v.number): {"title": v.title, "status": v.status} for v in project.volumes.all()}
-    derived = _derived_chapter_storylines(project)
-    overrides = {str(number): slug for number, slug in
-                 project.chapters.values_list("number", "storyline__slug") if derived.get(number) != slug}
+    storyline_overrides, volume_overrides = _chapter_overrides(project)
     return {
         "format": "novelsite-tree/1",
         "slug": project.slug,
@@ -61,18 +59,27 @@ def _novelsite_settings(project: Project) -> dict[str, Any]:
         "gate_settings": project.gate_settings,
         "stage_models": project.stage_models,
         "volumes": volumes,
-        "chapter_storylines": overrides,
+        "chapter_storylines": storyline_overrides,
+        "chapter_volumes": volume_overrides,
         "inactive_style_drift": project.style_drift if project.style_drift and not project.style_drift.get("active")
         else None,
     }
 
 
-def _derived_chapter_storylines(project: Project) -> dict[int, str | None]:
-    """The storyline an importer would infer for each chapter: its summary's line, else its contract's."""
-    by_contract = {c.chapter: c.data.get("storyline_id") for c in project.chapter_contracts.only("chapter", "data")}
+def _chapter_overrides(project: Project) -> tuple[dict[str, str | None], dict[str, int]]:
+    """Where a chapter's storyline or volume differs from what an importer would infer (the
+    summary's line, else the contract's; the contract's volume, else 30 chapters a volume)."""
+    contracts = {c.chapter: (c.volume.number, c.data.get("storyline_id"))
+                 for c in project.chapter_contracts.select_related("volume").only("chapter", "data", "volume__number")}
     by_summary = dict(project.chapter_summaries.values_list("chapter__number", "storyline_slug"))
-    numbers = project.chapters.values_list("number", flat=True)
-    return {n: (by_summary.get(n) or by_contract.get(n)) for n in numbers}
+    storylines, volumes = {}, {}
+    for number, slug, volume in project.chapters.values_list("number", "storyline__slug", "volume__number"):
+        contract_volume, contract_line = contracts.get(number, (None, None))
+        if (by_summary.get(number) or contract_line) != slug:
+            storylines[str(number)] = slug
+        if (contract_volume or -(-number // paths.CHAPTERS_PER_VOLUME)) != volume:
+            volumes[str(number)] = volume
+    return storylines, volumes
 
 
 def _research_and_world(project: Project) -> Iterator[tuple[str, bytes]]:

@@ -22,9 +22,9 @@ from projects.ids import is_slug
 from projects.json_validation import json_issues
 from projects.models.project import BRIEF_MAX_CHARS
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
+from projects.text_stats import count_chars
 from projects.state_ops import PatchError, apply_delta, empty_state
 
-CHAPTERS_PER_VOLUME = 30  # facts §1: volumeForChapter = ceil(ch / 30)
 STORYLINE_LINE_RE = re.compile(r"^-\s*storyline_id:\s*([A-Za-z0-9_-]+)\s*$", re.MULTILINE)
 
 
@@ -66,6 +66,7 @@ class ParsedTree:
     extra_files: dict[str, str] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    volume_spellings: dict[int, str] = field(default_factory=dict)  # vol-01 vs vol-001
     replayed_state: dict | None = None  # the changelog applied from the empty state
 
 
@@ -110,8 +111,9 @@ def _checkpoint(tree, match, path, data):
 
 def _brief(tree, match, path, data):
     tree.brief = load_text(data, path)
-    if len(tree.brief) > BRIEF_MAX_CHARS:
-        raise TreeError(path, f"{len(tree.brief)} characters; a brief has at most {BRIEF_MAX_CHARS} (seed 000 §9.1)")
+    if count_chars(tree.brief) > BRIEF_MAX_CHARS:
+        raise TreeError(path, f"{count_chars(tree.brief)} characters (字, whitespace not counted); a brief has at "
+                              f"most {BRIEF_MAX_CHARS} (seed 000 §9.1)")
 
 
 def _json_setting(attribute: str, schema: str):
@@ -177,8 +179,17 @@ def _memory(tree, match, path, data):
     tree.memories[match[1]] = text
 
 
+def _volume_number(tree: ParsedTree, digits: str, path: str) -> int:
+    """vol-01 and vol-001 are the same volume: refuse a tree that spells one volume twice."""
+    number = _number(digits, path)
+    seen = tree.volume_spellings.setdefault(number, digits)
+    if seen != digits:
+        raise TreeError(path, f"volume {number} appears as both vol-{seen} and vol-{digits}")
+    return number
+
+
 def _volume_file(tree, match, path, data):
-    number = _number(match[1], path)
+    number = _volume_number(tree, match[1], path)
     volume = tree.volumes.setdefault(number, {})
     name = match[2]
     if name in ("outline.md", "review.md"):
@@ -212,7 +223,7 @@ def _plan(plan: Any) -> dict:
 
 
 def _contract(tree, match, path, data):
-    volume, chapter = _number(match[1], path), _number(match[2], path)
+    volume, chapter = _volume_number(tree, match[1], path), _number(match[2], path)
     body = _valid("CHAPTER_CONTRACT", load_json(data, path), path)
     if body["chapter"] != chapter:
         raise TreeError(path, f"$.chapter is {body['chapter']}, but the file is for chapter {chapter}")
@@ -279,7 +290,10 @@ def _changelog(tree, match, path, data):
 
 
 def _snapshot(tree, match, path, data):
-    tree.snapshots[_number(match[1], path)] = _valid("STORY_STATE", load_json(data, path), path)
+    number = _number(match[1], path)
+    if number in tree.snapshots:
+        raise TreeError(path, f"a second final-state snapshot for volume {number}")
+    tree.snapshots[number] = _valid("STORY_STATE", load_json(data, path), path)
 
 
 def _global_foreshadowing(tree, match, path, data):
@@ -429,5 +443,9 @@ def chapter_storyline(tree: ParsedTree, number: int) -> str | None:
 
 
 def chapter_volume(tree: ParsedTree, number: int) -> int:
+    """novelsite/project.json, else the volume holding the chapter's contract, else 30 a volume."""
+    overrides = tree.project.get("chapter_volumes", {})
+    if str(number) in overrides:
+        return overrides[str(number)]
     contract = tree.contracts.get(number)
-    return contract[0] if contract else -(-number // CHAPTERS_PER_VOLUME)
+    return contract[0] if contract else -(-number // paths.CHAPTERS_PER_VOLUME)

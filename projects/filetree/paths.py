@@ -24,6 +24,8 @@ GLOBAL_FORESHADOWING = "foreshadowing/global.json"
 NOVELSITE_PROJECT = "novelsite/project.json"
 NOVELSITE_ARCHIVES = "novelsite/archived-summaries.json"
 
+CHAPTERS_PER_VOLUME = 30  # facts §1: volumeForChapter = ceil(ch / 30)
+
 GENERATED = frozenset({WORLD_CHANGELOG, CHARACTERS_CHANGELOG})
 NEVER_EXPORTED_PREFIX = ".novel.lock/"
 

@@ -1,14 +1,25 @@
 from decimal import Decimal
 
 from django.conf import settings
-from django.core.validators import MaxLengthValidator, MinValueValidator
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from projects.json_fields import SchemaJSONField
+from projects.text_stats import count_chars
 
 BRIEF_MAX_CHARS = 1000  # seed 000 §9.1: brief.md, ≤1000 字
+
+
+def validate_brief_length(value: str) -> None:
+    """≤1000 字: counted like the platforms count, without whitespace (the CLI's own brief
+    template is 1051 characters but 948 字, and must import)."""
+    size = count_chars(value)
+    if size > BRIEF_MAX_CHARS:
+        raise ValidationError(f"The brief has {size} characters (字, whitespace not counted); at most "
+                              f"{BRIEF_MAX_CHARS}.", code="brief_too_long")
 
 
 class OrchestratorState(models.TextChoices):  # facts §3; no .checkpoint.json means INIT
@@ -76,7 +87,7 @@ class Project(models.Model):
 
     slug = models.SlugField(max_length=60, unique=True)
     title = models.CharField(max_length=200)
-    brief = models.TextField(blank=True, validators=[MaxLengthValidator(BRIEF_MAX_CHARS)])
+    brief = models.TextField(blank=True, validators=[validate_brief_length])
     genre = models.CharField(max_length=40, blank=True, help_text=_("e.g. xuanhuan, dushi, scifi"))
     target_platform = models.CharField(max_length=40, blank=True, help_text=_("qidian, fanqie, jinjiang …"))
     genre_drive_type = models.CharField(max_length=20, choices=GenreDriveType, blank=True)

@@ -86,6 +86,10 @@ def malformed(stage: str, rng: random.Random) -> str:
     ])
 
 
+def _seeded(request: LLMRequest, purpose: str) -> random.Random:
+    return random.Random(hashlib.sha256(f"{request.seed_key}|{request.stage}|{purpose}".encode()).digest())
+
+
 class OfflineBackend:
     name = "offline"
 
@@ -95,9 +99,10 @@ class OfflineBackend:
 
     def complete(self, request: LLMRequest, on_text: TextCallback | None = None) -> LLMResult:
         started = time.monotonic()
-        rng = random.Random(hashlib.sha256(f"{request.seed_key}|{request.stage}".encode()).digest())
+        rng = _seeded(request, "output")
         fault = self.config.fault_for(request.stage)
-        failing = fault is not None and rng.random() < float(fault.get("rate", 1.0))
+        # a separate draw, so the text of a call does not depend on whether faults are configured
+        failing = fault is not None and _seeded(request, "fault").random() < float(fault.get("rate", 1.0))
         if failing and fault["kind"] in FAULT_ERRORS:
             error, status, message = FAULT_ERRORS[fault["kind"]]
             self._wait(self.config.latency_ms / 2)
