@@ -77,3 +77,6 @@ class PromptTemplateAdmin(VersionedStoryAdmin):
     search_fields = ["name", "source"]
     autocomplete_fields = ["project"]
     readonly_fields = ("version", "updated_by")
+
+    def extra_changes(self, request, obj):
+        return {"updated_by": request.user}

@@ -1,9 +1,11 @@
 """The pipeline's own runtime records. Story data lives in ``projects``; these rows say what the
 machine did, with what, and what it cost. ``pipeline`` imports ``projects``, never the reverse."""
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 from simple_history.models import HistoricalRecords
 
+from pipeline.prompts import template_names
 from projects.json_fields import SchemaJSONField
 from projects.models import Project
 from projects.models.base import EditVersioned
@@ -177,7 +179,8 @@ class PromptTemplate(EditVersioned):
     """A project's override of one default template in ``pipeline/prompts/`` (validated on save)."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="prompt_templates")
-    name = models.CharField(max_length=100, help_text="The default template's file name, e.g. draft.j2.")
+    name = models.CharField(max_length=100, choices=[(n, n) for n in template_names()],
+                            help_text="The default template it replaces, e.g. draft.j2.")
     source = models.TextField()
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -189,3 +192,12 @@ class PromptTemplate(EditVersioned):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.project.slug})"
+
+    def clean(self) -> None:
+        # Validated on every save path (admin, API, services): it must parse, render against the
+        # default's sample context and stay inside the sandbox.
+        from pipeline.prompt_templates import prompt_template_errors
+
+        errors = prompt_template_errors(self.name, self.source)
+        if errors:
+            raise ValidationError({"source" if self.name in template_names() else "name": errors})

@@ -158,12 +158,18 @@ class VersionedStoryAdmin(ProjectScopedAdmin, SimpleHistoryAdmin):
             fields.append("base_version")
         return fields
 
+    def extra_changes(self, request, obj: EditVersioned) -> dict[str, Any]:
+        """Fields the admin sets itself on every save (not from the form)."""
+        return {}
+
     def save_model(self, request, obj: EditVersioned, form, change: bool) -> None:
         if not change:
+            for name, value in self.extra_changes(request, obj).items():
+                setattr(obj, name, value)
             story_object_create(instance=obj, editor=request.user)
             return
         names = [f.name for f in obj._meta.concrete_fields if f.name in form.fields and f.editable]
-        changes = {name: getattr(obj, name) for name in names}
+        changes = {name: getattr(obj, name) for name in names} | self.extra_changes(request, obj)
         saved = story_object_update(
             obj=obj, editor=request.user, base_version=form.cleaned_data["base_version"], **changes
         )

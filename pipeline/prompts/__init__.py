@@ -1,0 +1,37 @@
+"""Default prompt templates (``*.j2``), with the sample context each is validated against.
+
+A project may override any of them (``PromptTemplate`` in the admin); an override is accepted only
+if it renders against the same sample context, through the one sandboxed renderer
+(``pipeline.jacquard.templates.render_string``).
+"""
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+PROMPTS_DIR = Path(__file__).resolve().parent
+_CAST = [{"slug": "lin-feng", "display_name": "林枫"}, {"slug": "chen-lao", "display_name": "陈老"}]
+
+SAMPLE_CONTEXTS: dict[str, dict[str, Any]] = {
+    "draft.j2": {"chapter": 7, "title": "入林", "target_chars": 3000, "storyline_id": "main-arc", "place": "幽暗森林",
+                 "objectives": ["林枫进入幽暗森林"], "characters": _CAST, "required_fixes": ["加快节奏"]},
+    "summarize.j2": {"chapter": 7, "title": "入林", "storyline_id": "main-arc", "characters": _CAST,
+                     "foreshadowing_updates": {"ancient_prophecy": "advanced"}},
+    "refine.j2": {"style_directives": ["缩短句子"], "blacklist": ["不禁", "莫名的"]},
+    "judge.j2": {"chapter": 7, "objectives": [{"id": "OBJ-7-1", "description": "进入森林", "required": True}],
+                 "checks": {"blacklist_hits_per_kchars": 0.3}},
+    "plan.j2": {"volume": 2, "chapter_start": 31, "chapter_end": 60, "storylines": ["main-arc"], "characters": _CAST},
+    "consolidate.j2": {"summaries": ["## 第 1 章摘要\n- 林枫救下陈老。"]},
+}
+
+
+def template_names() -> list[str]:
+    return sorted(SAMPLE_CONTEXTS)
+
+
+@cache
+def default_source(name: str) -> str:
+    if name not in SAMPLE_CONTEXTS:
+        raise KeyError(f"no default prompt template {name!r}; known: {', '.join(template_names())}")
+    return (PROMPTS_DIR / name).read_text(encoding="utf-8")
