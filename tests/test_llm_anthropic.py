@@ -348,3 +348,32 @@ def test_fake_shuts_down_cleanly_with_open_connections():
     finally:
         fake.stop()
         backend.close()
+
+
+def test_runner_receipt_says_the_real_tokenizer_counted(fake_anthropic, settings):
+    """With the anthropic backend active and count_tokens asked for, the receipt carries the API's
+    count and names it; otherwise it says the estimator counted."""
+    from pipeline.jacquard.runner import CallSpec, run_call
+    from pipeline.jacquard.skein import PromptBlock, Skein
+    from pipeline.llm.backends import reset_backends
+
+    settings.NOVELSITE_LLM_BACKEND = "anthropic"
+    settings.ANTHROPIC_BASE_URL = fake_anthropic.base_url
+    settings.ANTHROPIC_API_KEY = "test-key"
+    settings.ANTHROPIC_MAX_RETRIES = 0
+    fake_anthropic.reply = "<consolidated>x</consolidated><summary>林枫救下陈老。</summary>"
+    reset_backends()
+    try:
+        def build(_slice):
+            return Skein().add(PromptBlock("ask", "user", "合并摘要：林枫救下陈老。", required=True))
+
+        spec = CallSpec(stage="consolidate", slice={}, build_skein=build, call_key="k", tags=["summary"],
+                        required_tags=["summary"], stage_models={"default": "claude-haiku-5-5"},
+                        count_tokens_with_api=True)
+        receipt = run_call(spec).receipt()
+        assert receipt["token_counter"] == "anthropic_count_tokens" and receipt["api_input_tokens"] > 0
+        assert receipt["backend"] == "anthropic" and receipt["model"] == "claude-haiku-5-5"
+        spec.count_tokens_with_api = False
+        assert run_call(spec).receipt()["token_counter"] == "estimator"
+    finally:
+        reset_backends()

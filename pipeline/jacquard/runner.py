@@ -51,6 +51,7 @@ class CallSpec:
     state: Mapping[str, Any] | None = None  # with delta_header: validate the ops against it
     delta_header: Mapping[str, Any] | None = None  # chapter, base_state_version, storyline_id
     on_text: TextCallback | None = None
+    count_tokens_with_api: bool = False  # ask the backend's real tokenizer too (anthropic only)
 
 
 @dataclass
@@ -69,9 +70,13 @@ class CallContext:
     delta: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     timings_ms: dict[str, int] = field(default_factory=dict)
+    api_input_tokens: int | None = None  # from the backend's count_tokens, when asked for
 
     def receipt(self) -> dict[str, Any]:
-        receipt = self.assembled.receipt() if self.assembled else {"blocks": [], "trimmed": []}
+        counter = "anthropic_count_tokens" if self.api_input_tokens is not None else "estimator"
+        receipt = self.assembled.receipt(token_counter=counter) if self.assembled else {"blocks": [], "trimmed": []}
+        if self.api_input_tokens is not None:
+            receipt["api_input_tokens"] = self.api_input_tokens
         usage = self.result.usage.as_dict() if self.result else {}
         receipt.update({"stage": self.spec.stage, "backend": self.backend, "model": self.model,
                         "usage": usage, "cost_usd": str(self.result.cost_usd) if self.result else "0",
@@ -141,7 +146,10 @@ class Invoker:
         request = LLMRequest(model=ctx.model, system=ctx.assembled.system, messages=ctx.assembled.messages,
                              max_output_tokens=ctx.max_output_tokens, stage=ctx.spec.stage,
                              stream=ctx.spec.on_text is not None, slice=ctx.spec.slice, seed_key=ctx.spec.seed_key)
-        ctx.result = get_backend(ctx.backend).complete(request, on_text=ctx.spec.on_text)
+        backend = get_backend(ctx.backend)
+        if ctx.spec.count_tokens_with_api and hasattr(backend, "count_tokens"):
+            ctx.api_input_tokens = backend.count_tokens(request)
+        ctx.result = backend.complete(request, on_text=ctx.spec.on_text)
         if self.store:
             self.store.put(ctx.spec.call_key, ctx.result, ctx.receipt())
 
