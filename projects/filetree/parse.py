@@ -23,7 +23,7 @@ from projects.json_validation import json_issues
 from projects.models.project import BRIEF_MAX_CHARS
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
 from projects.text_stats import count_chars
-from projects.state_ops import PatchError, apply_delta, empty_state
+from projects.state_ops import PatchError, replay
 
 STORYLINE_LINE_RE = re.compile(r"^-\s*storyline_id:\s*([A-Za-z0-9_-]+)\s*$", re.MULTILINE)
 
@@ -413,13 +413,12 @@ def _cross_check(tree: ParsedTree) -> None:
 
 def _check_state(tree: ParsedTree) -> None:
     """Every changelog delta must pass the patch engine, in order, from the empty state."""
-    state = empty_state()
-    for number, delta in enumerate(tree.deltas, start=1):
-        try:
-            state = apply_delta(state, delta)
-        except PatchError as exc:
-            raise TreeError(f"{paths.STATE_CHANGELOG}:{number}", f"the patch engine refuses this delta: "
-                                                                  f"{exc.message}") from exc
+    try:
+        state = replay(tree.deltas)
+    except PatchError as exc:
+        line = exc.extra.get("delta_index", 0) + 1
+        raise TreeError(f"{paths.STATE_CHANGELOG}:{line}", f"the patch engine refuses this delta: "
+                                                          f"{exc.message}") from exc
     tree.replayed_state = state
     if tree.state is not None and tree.deltas and tree.state != state:
         tree.warnings.append(f"{paths.CURRENT_STATE} differs from the state replayed from {paths.STATE_CHANGELOG}; "
