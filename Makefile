@@ -24,9 +24,12 @@ $(VENV)/.installed: pyproject.toml
 migrate: venv
 	@$(PY) manage.py migrate --noinput -v0
 
-# The demo: embedded defaults (SQLite file, eager Celery, offline LLM), the demo novel, its status.
+# The demo: embedded defaults (SQLite file, eager Celery, offline LLM): load the demo novel, write
+# its next 3 chapters, export the book as a canonical tree, show its status.
 demo: migrate
 	@$(PY) manage.py novel demo
+	@$(PY) manage.py novel write demo --chapters 3
+	@rm -rf demo-export && $(PY) manage.py novel export demo demo-export
 	@$(PY) manage.py novel status demo
 
 # The whole suite. Exit code 5 means pytest collected no test: fine for a narrowed local run,

@@ -138,7 +138,9 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    "reconcile-runs": {"task": "pipeline.tasks.runs_reconcile_task", "schedule": 120.0},
+}
 
 # --- LLM ---------------------------------------------------------------------------------------
 NOVELSITE_LLM_BACKEND = env.str("NOVELSITE_LLM_BACKEND", default="offline")
@@ -160,6 +162,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    # one line per task is noise in the eager demo; workers still log task failures
+    "loggers": {"celery.app.trace": {"level": env.str("CELERY_TRACE_LOG_LEVEL", default="WARNING")}},
 }
 
 # --- Import limits for uploaded or local novel trees ---------------------------------------------

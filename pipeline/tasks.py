@@ -10,6 +10,8 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from pipeline.llm.types import LLMTransientError
+
 WORKER_PING_KEY_PREFIX = "novelsite:worker-ping:"
 WORKER_PING_TTL_SECONDS = 120
 
@@ -28,3 +30,29 @@ def worker_ping_task(token: str) -> None:
 
     with redis.Redis.from_url(settings.REDIS_URL) as client:
         client.set(worker_ping_key(token), token, ex=WORKER_PING_TTL_SECONDS)
+
+
+def _stage_run_failure(self, exc, task_id, args, kwargs, einfo) -> None:
+    from pipeline.orchestrator import stage_run_failed
+
+    stage_run_failed(run_id=kwargs["run_id"], error=exc)  # ERROR_RETRY, retryable from the UI
+
+
+@shared_task(bind=True, acks_late=True, autoretry_for=(LLMTransientError,), retry_backoff=15,
+             retry_backoff_max=600, retry_jitter=True, max_retries=5, on_failure=_stage_run_failure,
+             ignore_result=True)
+def stage_run_task(self, *, run_id: int, stage: str) -> None:
+    """One stage of one run. Ids only: a redelivered message re-reads the current rows, and a stage
+    that already advanced makes this a no-op. The backoff stays under NOVELSITE_MAX_RETRY_COUNTDOWN."""
+    # Imported here because the orchestrator imports the queueing code that sends this task.
+    from pipeline.orchestrator import stage_run
+
+    stage_run(run_id=run_id, stage=stage)
+
+
+@shared_task(ignore_result=True)
+def runs_reconcile_task() -> int:
+    """Beat, every few minutes: wake runs whose worker died or whose message was lost."""
+    from pipeline.runs import runs_reconcile
+
+    return len(runs_reconcile())

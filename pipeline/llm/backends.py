@@ -28,7 +28,9 @@ def resolve(stage: str, stage_models: Mapping[str, str] | None = None) -> tuple[
     backend = backend or settings.NOVELSITE_LLM_BACKEND
     if backend not in BACKENDS:
         raise ValueError(f"unknown LLM backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    return backend, model or settings.NOVELSITE_DEFAULT_MODEL
+    if not model:  # the offline backend is not a model: say so in logs and receipts
+        model = "offline" if backend == "offline" else settings.NOVELSITE_DEFAULT_MODEL
+    return backend, model
 
 
 @cache

@@ -89,7 +89,9 @@ class ArchivedSummary(models.Model):
         ordering = ["project", "chapter_start", "level"]
         verbose_name_plural = "archived summaries"
         constraints = [
-            models.UniqueConstraint(fields=["project", "level", "chapter_start"], name="archive_unique_start"),
+            # one row per level and range; a new synopsis covers a longer range from the same start
+            models.UniqueConstraint(fields=["project", "level", "chapter_start", "chapter_end"],
+                                    name="archive_unique_range"),
             models.CheckConstraint(condition=models.Q(chapter_end__gte=models.F("chapter_start")),
                                    name="archive_range_ordered"),
         ]

@@ -1,6 +1,6 @@
 """``python manage.py novel <subcommand>``: the command-line face of Novelsite.
 
-Subcommands so far: ``demo`` (load the demo novel), ``status``, ``export`` and ``import``. With ``--json`` the output is the
+Subcommands so far: ``demo`` (load the demo novel), ``status``, ``write``, ``export`` and ``import``. With ``--json`` the output is the
 original tool's envelope (facts §1): ``{"ok": true, "command", "data"}`` or
 ``{"ok": false, "command", "error": {"message", "code"}}`` with exit code 2.
 """
@@ -24,7 +24,7 @@ from projects.selectors import project_status
 
 
 class Command(BaseCommand):
-    help = "Novelsite's novel commands: demo, status, export, import."
+    help = "Novelsite's novel commands: demo, status, write, export, import."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--json", action="store_true", help="Print the JSON envelope instead of text.")
@@ -33,6 +33,10 @@ class Command(BaseCommand):
         demo.add_argument("--owner", help="Username to make owner (created if missing, without a password).")
         status = sub.add_parser("status", help="Show a project's checkpoint and progress.")
         status.add_argument("project", nargs="?", default=SAMPLE_SLUG, help="Project slug (default: demo).")
+        write = sub.add_parser("write", help="Write the next chapters (through the queue when a broker is set).")
+        write.add_argument("project", help="Project slug.")
+        write.add_argument("--chapters", type=int, default=1, help="How many chapters (default 1).")
+        write.add_argument("--timeout", type=int, default=3600, help="With a broker: seconds to follow the runs.")
         export = sub.add_parser("export", help="Write a project as the canonical file tree (a directory or .zip).")
         export.add_argument("project", help="Project slug.")
         export.add_argument("target", help="A new or empty directory, or a path ending in .zip.")
@@ -66,6 +70,17 @@ class Command(BaseCommand):
         if not options["json"]:
             self.stdout.write(self.style.SUCCESS(f"Demo project ready: {project.title} ({project.slug})"))
         return {"project": project.slug}
+
+    def _write(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.write_command import write_chapters
+
+        project = Project.objects.filter(slug=options["project"]).first()
+        if project is None:
+            raise Project.DoesNotExist(f"No project with slug {options['project']!r}.")
+        if options["chapters"] < 1:
+            raise CommandError("--chapters must be at least 1", returncode=2)
+        say = (lambda line: None) if options["json"] else self.stdout.write
+        return write_chapters(project, options["chapters"], say=say, timeout=options["timeout"])
 
     def _export(self, options: dict[str, Any]) -> dict[str, Any]:
         project = Project.objects.filter(slug=options["project"]).first()

@@ -1,0 +1,40 @@
+"""Finished LLM calls kept in the database (``LLMCall``), so that a task redelivered after a crash
+reuses the output instead of paying for the call again. Keys are ``run:stage:attempt:sequence``:
+a retry after a failed attempt gets a new key and a new answer."""
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from pipeline.llm.types import LLMResult, Usage
+from pipeline.models import LLMCall
+
+
+def call_key(run_id: int, stage: str, attempt: int, sequence: int = 1) -> str:
+    return f"run{run_id}:{stage}:{attempt}:{sequence}"
+
+
+class DbCallStore:
+    def __init__(self, *, run_id: int, stage_run_id: int | None) -> None:
+        self.run_id, self.stage_run_id = run_id, stage_run_id
+
+    def get(self, key: str) -> LLMResult | None:
+        row = LLMCall.objects.filter(call_key=key).first()
+        if row is None:
+            return None
+        usage = Usage(**{k: int(row.usage.get(k, 0)) for k in ("input_tokens", "output_tokens",
+                                                               "cache_creation_input_tokens",
+                                                               "cache_read_input_tokens")})
+        return LLMResult(text=row.output_text, stop_reason=row.stop_reason, usage=usage, cost_usd=row.cost_usd,
+                         duration_ms=row.duration_ms, request_id=row.request_id, model=row.model,
+                         backend=row.backend)
+
+    def put(self, key: str, result: LLMResult, receipt: dict[str, Any]) -> None:
+        # autocommit: stored before the stage advances, so it survives a crash of this worker
+        LLMCall.objects.get_or_create(call_key=key, defaults={
+            "run_id": self.run_id, "stage_run_id": self.stage_run_id, "backend": result.backend,
+            "model": result.model, "request_sha256": receipt.get("prompt_sha256", ""),
+            "output_text": result.text, "stop_reason": result.stop_reason, "usage": result.usage.as_dict(),
+            "cost_usd": Decimal(result.cost_usd), "duration_ms": result.duration_ms,
+            "request_id": result.request_id,
+        })

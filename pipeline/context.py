@@ -1,0 +1,182 @@
+"""What the stages of one chapter know about the story: read once per stage, with a fixed number
+of queries, and selected so it stays bounded as the book grows (DESIGN §6, facts §12).
+
+Selection instead of truncation: the contract's characters only (their state, profile and L2
+contracts), the current storyline's memory and its neighbours', the summaries since the last
+archive (seed 002) plus the memory levels above them, foreshadowing that is due or dormant, and
+for a character back after a long absence the summary of their last appearance.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from projects.models import ArchivedSummary, Character, ChapterSummary, Project
+from projects.selectors import foreshadowing_dormant, foreshadowing_overdue
+
+MAX_FALLBACK_CHARACTERS = 15  # facts §12: without contract characters, the first 15
+RECENT_WINDOW = 10  # seed 002: at most 10 unarchived summaries before consolidation
+ABSENCE_FOR_RECALL = 10  # chapters without a mention before the last appearance is recalled
+BLACKLIST_TOP = 10  # facts §12: ai_blacklist_top10
+FORESHADOW_VERBS = {"planted": "埋设", "advanced": "推进", "resolved": "回收"}
+
+
+@dataclass(frozen=True)
+class CastMember:
+    slug: str
+    display_name: str
+    status: str
+    profile: str
+    contracts: list[dict]
+    state: dict
+
+
+@dataclass(frozen=True)
+class ChapterContext:
+    project: Project
+    chapter: int
+    volume: int
+    contract: dict[str, Any]
+    title: str
+    outline_block: str
+    storyline_id: str
+    cast: list[CastMember]
+    all_characters: list[dict]  # slug, display_name, status of everyone (for the checks)
+    rules: list[dict]
+    hard_rules: list[str]
+    style_profile: dict
+    blacklist: dict
+    blacklist_top: list[str]
+    drift_directives: list[str]
+    storyline_memory: str
+    adjacent_memories: dict[str, str]
+    recent_summaries: list[tuple[int, str]]
+    memory_levels: list[str]
+    recall: list[tuple[str, int, str]]  # (display_name, chapter, summary)
+    foreshadowing_tasks: list[dict]
+    state: dict
+    state_version: int
+    place: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def foreshadowing_updates(self) -> dict[str, str]:
+        return dict((self.contract.get("postconditions") or {}).get("foreshadowing_updates") or {})
+
+    @property
+    def objectives(self) -> list[dict]:
+        return list(self.contract.get("objectives") or [])
+
+
+OUTLINE_HEADING = re.compile(r"^###\s*第\s*(\d+)\s*章[:：]?\s*(.*)$", re.MULTILINE)
+
+
+def outline_block(outline: str, chapter: int) -> tuple[str, str]:
+    """The ``### 第 N 章`` block of the outline and the chapter's title (facts §10.7)."""
+    matches = list(OUTLINE_HEADING.finditer(outline))
+    for index, match in enumerate(matches):
+        if int(match[1]) == chapter:
+            end = matches[index + 1].start() if index + 1 < len(matches) else len(outline)
+            return outline[match.start():end].strip(), match[2].strip()
+    return "", ""
+
+
+def _outline_value(block: str, key: str) -> str:
+    found = re.search(rf"^-\s*\*\*{key}\*\*\s*[:：]\s*(.+)$", block, re.MULTILINE)
+    return found[1].strip() if found else ""
+
+
+def _cast(project: Project, contract: dict, state: dict) -> tuple[list[CastMember], list[dict]]:
+    everyone = list(project.characters.only("slug", "display_name", "status", "profile", "contracts"))
+    wanted = {key.lower() for key in ((contract.get("preconditions") or {}).get("character_states") or {})}
+    chosen = [c for c in everyone if c.slug.lower() in wanted or c.display_name.lower() in wanted]
+    if not chosen:
+        chosen = [c for c in everyone if c.status == "active"][:MAX_FALLBACK_CHARACTERS]
+    states = state.get("characters", {})
+    cast = [CastMember(c.slug, c.display_name, c.status, c.profile, c.contracts, states.get(c.slug, {}))
+            for c in chosen]
+    return cast, [{"slug": c.slug, "display_name": c.display_name, "status": c.status} for c in everyone]
+
+
+def _memory(project: Project, chapter: int) -> tuple[list[tuple[int, str]], list[str], int]:
+    """Summaries since the last archive (seed 002) and the live memory levels above them."""
+    levels = list(ArchivedSummary.objects.filter(project=project, superseded=False, chapter_end__lt=chapter)
+                  .order_by("chapter_start").values_list("level", "chapter_start", "chapter_end", "text"))
+    archived_until = max((end for _level, _start, end, _text in levels), default=0)
+    recent = list(ChapterSummary.objects.filter(project=project, chapter__number__gt=archived_until,
+                                                chapter__number__lt=chapter)
+                  .order_by("-chapter__number").values_list("chapter__number", "text")[:RECENT_WINDOW])
+    labels = {"synopsis": "全书梗概", "volume": "卷摘要", "archive": "往事"}
+    memory = [f"[{labels[level]} 第{start}–{end}章] {text}" for level, start, end, text in levels]
+    return sorted(recent), memory, archived_until
+
+
+def _recall(project: Project, cast: list[CastMember], recent: list[tuple[int, str]], chapter: int):
+    """Entity-indexed recall: a contract character missing from the recent summaries gets the
+    summary of their last appearance, if it is at least ABSENCE_FOR_RECALL chapters ago."""
+    recalled = []
+    for member in cast:
+        if any(member.display_name in text for _n, text in recent):
+            continue
+        last = (ChapterSummary.objects.filter(project=project, text__contains=member.display_name,
+                                              chapter__number__lt=chapter - ABSENCE_FOR_RECALL + 1)
+                .order_by("-chapter__number").values_list("chapter__number", "text").first())
+        if last:
+            recalled.append((member.display_name, last[0], last[1]))
+    return recalled
+
+
+def _foreshadowing_tasks(project: Project, contract: dict, chapter: int) -> list[dict]:
+    updates = (contract.get("postconditions") or {}).get("foreshadowing_updates") or {}
+    tasks = [{"id": fid, "instruction": f"本章需要{FORESHADOW_VERBS.get(status, status)}此伏笔"}
+             for fid, status in updates.items()]
+    for item in foreshadowing_overdue(project=project, as_of=chapter - 1)[:5]:
+        tasks.append({"id": item.fid, "instruction": f"已超期（应在第{item.target_resolve_end}章前回收）：{item.description}"})
+    for dormant in foreshadowing_dormant(project=project, as_of=chapter - 1)[:5]:
+        item = dormant.foreshadowing
+        tasks.append({"id": item.fid, "instruction": f"已沉寂{dormant.chapters_since_last_update}章，轻点一笔：{item.description}"})
+    return tasks
+
+
+def _blacklist_words(blacklist: dict) -> list[str]:
+    words = list(blacklist.get("words") or [])
+    for entries in (blacklist.get("categories") or {}).values():
+        words += [entry["word"] for entry in entries if isinstance(entry, dict) and entry.get("word")]
+    return list(dict.fromkeys(words))
+
+
+def chapter_context(project: Project, chapter: int) -> ChapterContext:
+    contract_row = project.chapter_contracts.select_related("volume").get(chapter=chapter)
+    contract, volume = contract_row.data, contract_row.volume
+    block, title = outline_block(volume.outline, chapter)
+    state_row = project.story_state
+    cast, everyone = _cast(project, contract, state_row.data)
+    storyline_id = contract.get("storyline_id") or "main-arc"
+    memories = dict(project.storylines.values_list("slug", "memory"))
+    schedule_lines = [s if isinstance(s, str) else s.get("storyline_id")
+                      for s in (volume.storyline_schedule.get("active_storylines") or [])]
+    recent, levels, _until = _memory(project, chapter)
+    rules = list(project.world_rules.exclude(canon_status="deprecated").values(
+        "rule_id", "rule", "constraint_type", "canon_status", "keywords"))
+    blacklist = project.ai_blacklist or {}
+    drift = project.style_drift if project.style_drift and project.style_drift.get("active") else None
+    return ChapterContext(
+        project=project, chapter=chapter, volume=volume.number, contract=contract,
+        title=title or f"第{chapter}章", outline_block=block, storyline_id=storyline_id, cast=cast,
+        all_characters=everyone, rules=rules,
+        hard_rules=[f"{r['rule_id']}: {r['rule']}" for r in rules
+                    if r["constraint_type"] == "hard" and r["canon_status"] == "established"],
+        style_profile=project.style_profile or {}, blacklist=blacklist,
+        blacklist_top=_blacklist_words(blacklist)[:BLACKLIST_TOP],
+        drift_directives=[d["directive"] for d in (drift or {}).get("drifts", [])][:3],
+        storyline_memory=memories.get(storyline_id, ""),
+        adjacent_memories={s: memories[s] for s in schedule_lines if s and s != storyline_id and memories.get(s)},
+        recent_summaries=recent, memory_levels=levels, recall=_recall(project, cast, recent, chapter),
+        foreshadowing_tasks=_foreshadowing_tasks(project, contract, chapter),
+        state=state_row.data, state_version=state_row.state_version, place=_outline_value(block, "Location"),
+    )
+
+
+def all_blacklist_words(blacklist: dict) -> list[str]:
+    return _blacklist_words(blacklist)

@@ -1,0 +1,66 @@
+"""Running one stage of a run: claim it, do the work with no lock held, then complete it (which
+enqueues the next stage) or record the failure. Called by ``stage_run_task``; safe to call twice
+for the same stage (the second call finds nothing to claim)."""
+from __future__ import annotations
+
+import logging
+
+from pipeline import progress
+from pipeline.blackboard import Blackboard
+from pipeline.context import chapter_context
+from pipeline.errors import LeaseLost
+from pipeline.llm.types import LLMError
+from pipeline.runs import new_lease_owner, run_mark_error, stage_claim, stage_complete, stage_fail
+from pipeline.stages import commit, draft, judge, maintain, refine, summarize
+from projects.models import Project
+
+log = logging.getLogger(__name__)
+
+CHAPTER_STAGES = {"draft": draft, "summarize": summarize, "refine": refine, "judge": judge, "maintain": maintain}
+
+
+def stage_run(*, run_id: int, stage: str) -> None:
+    """Raise an ``LLMError`` for the task to retry (transient) or give up on (permanent)."""
+    claim = stage_claim(run_id=run_id, stage=stage, owner=new_lease_owner())
+    if claim is None:
+        log.info("run %s: nothing to do for %s (moved on, waiting or leased elsewhere)", run_id, stage)
+        return
+    progress.emit({"event": "start", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
+                   "attempt": claim.attempt})
+    streamed = 0
+
+    def on_text(chunk: str) -> None:
+        nonlocal streamed
+        streamed += len(chunk)
+        progress.emit({"event": "text", "run_id": run_id, "chapter": claim.chapter, "stage": stage, "chars": streamed})
+
+    try:
+        if stage == "commit":
+            committed = commit.chapter_commit(claim=claim)
+            progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
+                           "committed": committed})
+            return
+        module = CHAPTER_STAGES[stage]
+        ctx = chapter_context(Project.objects.get(pk=claim.project_id), claim.chapter)
+        outcome = module.execute(claim, ctx, Blackboard(claim.blackboard), on_text=on_text)
+        if stage == "maintain":
+            maintain.maintain_finish(claim=claim, outcome=outcome)
+        else:
+            stage_complete(claim=claim, outcome=outcome)
+        progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
+                       "next": outcome.next_stage, "status": outcome.status})
+    except LeaseLost as exc:
+        log.warning("run %s: %s", run_id, exc)
+    except LLMError as exc:
+        stage_fail(claim=claim, error=exc)
+        progress.emit({"event": "failed", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
+                       "error": str(exc)})
+        raise
+    except Exception as exc:  # a bug or bad data: record it on the run before the task fails
+        stage_fail(claim=claim, error=exc)
+        raise
+
+
+def stage_run_failed(*, run_id: int, error: BaseException) -> None:
+    """Retries are spent (or the error cannot be retried): ERROR_RETRY with the cause."""
+    run_mark_error(run_id=run_id, error=f"{type(error).__name__}: {error}")

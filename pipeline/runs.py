@@ -1,0 +1,287 @@
+"""The life of a pipeline run: start, claim a stage, complete or fail it, recover.
+
+The database is the state machine; the broker only wakes workers up (DESIGN §4). A stage claims
+the project in a short transaction (locks: project, then run) and takes a lease; it then works
+with no lock held (the LLM call); a second short transaction re-locks, checks the lease and the
+stage still hold, writes the outputs and advances. A duplicated or stale task finds the stage
+already moved on and does nothing. ``runs_reconcile`` re-enqueues runs whose lease expired
+(a killed worker) or whose wake-up message was lost.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from pipeline.blackboard import Blackboard
+from pipeline.errors import LeaseLost, PipelineBusy, PipelineNotReady
+from pipeline.lock_objects import run_lock
+from pipeline.models import (
+    ACTIVE_RUN_STATUSES,
+    GateQuestion,
+    GateStatus,
+    PipelineRun,
+    RunKind,
+    RunStatus,
+    StageRun,
+)
+from pipeline.queueing import enqueue_stage
+from projects.lock_objects import project_lock
+from projects.models import OrchestratorState, PipelineStage, Project
+
+WRITABLE_STATES = (OrchestratorState.WRITING, OrchestratorState.CHAPTER_REWRITE)
+
+
+def lease_seconds() -> int:
+    return getattr(settings, "NOVELSITE_LEASE_SECONDS", settings.CELERY_TASK_TIME_LIMIT + 120)
+
+
+def new_lease_owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def checkpoint_update(project_id: int, **fields: Any) -> None:
+    """Move the checkpoint with update(): the pipeline's moves are not human edits for the history."""
+    Project.objects.filter(pk=project_id).update(last_checkpoint_time=timezone.now(), **fields)
+
+
+# --- starting ----------------------------------------------------------------------------------------
+
+
+@transaction.atomic(durable=True)
+def chapter_run_start(*, project_id: int, user=None, batch_remaining: int = 0) -> PipelineRun:
+    """Start writing the next chapter. Refused while another run is active or the project is not
+    in WRITING. ``batch_remaining`` more chapters follow this one, each started when the previous
+    commits (a batch is a chain of chapters). Enqueues the draft stage after commit."""
+    project = project_lock(project_id)
+    return _chapter_run_create(project, user=user, batch_remaining=batch_remaining)
+
+
+def _chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0) -> PipelineRun:
+    active = PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES).exclude(
+        kind=RunKind.PROMOTION).first()
+    if active is not None:
+        raise PipelineBusy(f"{project.slug} is busy: {active}", extra={"run_id": active.pk})
+    if project.orchestrator_state not in WRITABLE_STATES:
+        raise PipelineNotReady(f"{project.slug} is in {project.orchestrator_state}; chapters are written in WRITING")
+    chapter = project.last_completed_chapter + 1
+    contract = project.chapter_contracts.select_related("volume").filter(chapter=chapter).first()
+    if contract is None:
+        raise PipelineNotReady(f"chapter {chapter} has no contract: plan its volume first",
+                               extra={"chapter": chapter})
+    board = Blackboard()
+    board.as_("orchestrator").initialise(
+        meta={"kind": "chapter", "chapter": chapter, "volume": contract.volume.number,
+              "storyline_id": contract.data.get("storyline_id"), "batch_remaining": batch_remaining},
+        steps=["draft", "summarize", "refine", "judge", "commit", "maintain"],
+    )
+    run = PipelineRun.objects.create(project=project, kind=RunKind.CHAPTER, chapter=chapter,
+                                     volume_number=contract.volume.number, status=RunStatus.QUEUED, stage="draft",
+                                     blackboard=board.to_dict(), created_by=user)
+    checkpoint_update(project.pk, inflight_chapter=chapter, pipeline_stage=PipelineStage.DRAFTING, revision_count=0,
+                      orchestrator_state=OrchestratorState.WRITING, current_volume=contract.volume.number)
+    enqueue_stage(run.pk, "draft")
+    return run
+
+
+# --- claiming and finishing a stage ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    run_id: int
+    project_id: int
+    stage: str
+    owner: str
+    attempt: int
+    stage_run_id: int
+    chapter: int | None
+    blackboard: dict[str, Any]
+
+
+@transaction.atomic(durable=True)
+def stage_claim(*, run_id: int, stage: str, owner: str) -> Claim | None:
+    """Take the run's lease for ``stage``, or None when this task has nothing to do (the run moved
+    on, was cancelled, or another worker holds a live lease)."""
+    project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
+    if project_id is None:
+        return None
+    project_lock(project_id)
+    run = run_lock(run_id)
+    now = timezone.now()
+    if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING) or run.stage != stage:
+        return None
+    if run.lease_owner and run.lease_owner != owner and run.lease_expires_at and run.lease_expires_at > now:
+        return None
+    run.lease_owner, run.lease_expires_at = owner, now + timedelta(seconds=lease_seconds())
+    run.status = RunStatus.RUNNING
+    run.save(update_fields=["lease_owner", "lease_expires_at", "status", "updated_at"])
+    stage_run = StageRun.objects.create(run=run, stage=stage, attempt=run.attempt + 1)
+    return Claim(run.pk, project_id, stage, owner, run.attempt + 1, stage_run.pk, run.chapter, run.blackboard)
+
+
+def _holding(run: PipelineRun, claim: Claim) -> None:
+    if run.stage != claim.stage or run.lease_owner != claim.owner or run.status != RunStatus.RUNNING:
+        raise LeaseLost(f"run {run.pk} moved on from {claim.stage} (now {run.status}/{run.stage})")
+
+
+@dataclass
+class StageOutcome:
+    """What a stage hands back: the new blackboard, where the run goes next and the checkpoint."""
+
+    blackboard: dict[str, Any]
+    next_stage: str | None  # None: the run is finished
+    checkpoint: dict[str, Any] = field(default_factory=dict)
+    status: str = RunStatus.QUEUED
+    calls: list[Any] = field(default_factory=list)  # runner contexts, for tokens, cost and receipts
+    model: str = ""
+    backend: str = ""
+    question: dict[str, Any] | None = None  # a NOVEL_ASK gate to open: step, topic, spec, answer_path
+
+
+def stage_usage(stage_run: StageRun, calls: list[Any]) -> None:
+    """Add up the tokens, cost and receipts of the stage's LLM calls on its StageRun row."""
+    receipts = []
+    for ctx in calls:
+        usage = ctx.result.usage
+        stage_run.input_tokens += usage.input_tokens
+        stage_run.output_tokens += usage.output_tokens
+        stage_run.cache_creation_tokens += usage.cache_creation_input_tokens
+        stage_run.cache_read_tokens += usage.cache_read_input_tokens
+        stage_run.cost_usd += Decimal(ctx.result.cost_usd)
+        stage_run.backend, stage_run.model = ctx.backend, ctx.model
+        receipts.append(ctx.receipt())
+    if receipts:
+        stage_run.receipt = receipts[0] if len(receipts) == 1 else {**receipts[-1], "calls": receipts}
+
+
+def apply_outcome(run: PipelineRun, claim: Claim, outcome: StageOutcome) -> None:
+    """Write a stage's outcome; the caller holds the project and run locks."""
+    now = timezone.now()
+    stage_run = StageRun.objects.get(pk=claim.stage_run_id)
+    stage_usage(stage_run, outcome.calls)
+    stage_run.status, stage_run.finished_at = "succeeded", now
+    stage_run.duration_ms = int((now - stage_run.started_at).total_seconds() * 1000)
+    stage_run.save()
+    run.blackboard = outcome.blackboard
+    run.stage = outcome.next_stage or run.stage
+    run.status = outcome.status if outcome.next_stage else RunStatus.DONE
+    run.attempt, run.lease_owner, run.lease_expires_at = 0, "", None
+    run.finished_at = None if outcome.next_stage else now
+    run.save()
+    if outcome.checkpoint:
+        checkpoint_update(run.project_id, **outcome.checkpoint)
+    if outcome.question:
+        GateQuestion.objects.get_or_create(project_id=run.project_id, run=run, step=outcome.question["step"],
+                                           status=GateStatus.OPEN, defaults=outcome.question)
+    if outcome.next_stage and run.status == RunStatus.QUEUED:
+        enqueue_stage(run.pk, outcome.next_stage)
+
+
+@transaction.atomic(durable=True)
+def stage_complete(*, claim: Claim, outcome: StageOutcome) -> None:
+    project_lock(claim.project_id)
+    run = run_lock(claim.run_id)
+    _holding(run, claim)
+    apply_outcome(run, claim, outcome)
+
+
+@transaction.atomic(durable=True)
+def stage_fail(*, claim: Claim, error: BaseException) -> bool:
+    """Record a failed attempt and release the lease so a retry can claim it. False if the run had
+    already moved on (then the failure does not matter)."""
+    project_lock(claim.project_id)
+    run = run_lock(claim.run_id)
+    if run.stage != claim.stage or run.lease_owner != claim.owner:
+        return False
+    board = Blackboard(run.blackboard)
+    board.as_("orchestrator").append_error(claim.stage, type(error).__name__, str(error)[:2000])
+    retries = board.as_("orchestrator").read_control("retries") or {}
+    board.as_("orchestrator").write_control("retries", {**retries, claim.stage: retries.get(claim.stage, 0) + 1})
+    run.blackboard = board.to_dict()
+    run.attempt += 1
+    run.lease_owner, run.lease_expires_at, run.status = "", None, RunStatus.QUEUED
+    run.error = f"{type(error).__name__}: {error}"[:2000]
+    run.save()
+    StageRun.objects.filter(pk=claim.stage_run_id).update(status="failed", finished_at=timezone.now(),
+                                                          error=run.error)
+    return True
+
+
+# --- errors and recovery -----------------------------------------------------------------------------
+
+
+@transaction.atomic(durable=True)
+def run_mark_error(*, run_id: int, error: str) -> None:
+    """Retries are spent: the run stops with its cause in the control zone and the project goes to
+    ERROR_RETRY until someone retries (``run_retry``)."""
+    project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
+    if project_id is None:
+        return
+    project_lock(project_id)
+    run = run_lock(run_id)
+    if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+        return
+    board = Blackboard(run.blackboard)
+    board.as_("orchestrator").write_control("error_retry", {"stage": run.stage, "error": error[:2000],
+                                                            "at": timezone.now().isoformat(timespec="seconds")})
+    run.blackboard, run.status, run.error = board.to_dict(), RunStatus.ERROR, error[:2000]
+    run.lease_owner, run.lease_expires_at = "", None
+    run.save()
+    checkpoint_update(project_id, orchestrator_state=OrchestratorState.ERROR_RETRY)
+
+
+@transaction.atomic(durable=True)
+def run_retry(*, run_id: int) -> PipelineRun:
+    """Resume a run stopped in ERROR from the stage it failed in (a fresh set of retries)."""
+    project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
+    if project_id is None:
+        raise PipelineNotReady("no such run")
+    project_lock(project_id)
+    run = run_lock(run_id)
+    if run.status != RunStatus.ERROR:
+        raise PipelineNotReady(f"run {run.pk} is {run.status}, not in error")
+    run.status, run.attempt, run.error = RunStatus.QUEUED, 0, ""
+    run.save()
+    checkpoint_update(project_id, orchestrator_state=OrchestratorState.WRITING)
+    enqueue_stage(run.pk, run.stage)
+    return run
+
+
+@transaction.atomic(durable=True)
+def run_cancel(*, run_id: int) -> None:
+    """Stop a run; its staged work is dropped and the project is idle again."""
+    project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
+    if project_id is None:
+        return
+    project_lock(project_id)
+    run = run_lock(run_id)
+    if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
+        return
+    run.status, run.finished_at, run.lease_owner, run.lease_expires_at = RunStatus.CANCELLED, timezone.now(), "", None
+    run.save()
+    checkpoint_update(project_id, inflight_chapter=None, pipeline_stage=PipelineStage.COMMITTED, revision_count=0,
+                      orchestrator_state=OrchestratorState.WRITING)
+
+
+def runs_reconcile(*, stale_after_seconds: int | None = None) -> list[int]:
+    """Re-enqueue runs that should be moving but are not: a RUNNING run whose lease expired (its
+    worker died) and a QUEUED run untouched for a while (its wake-up message was lost).
+    Re-enqueueing is always safe: a task whose stage moved on does nothing."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=stale_after_seconds if stale_after_seconds is not None else lease_seconds())
+    expired = PipelineRun.objects.filter(status=RunStatus.RUNNING, lease_expires_at__lt=now)
+    forgotten = PipelineRun.objects.filter(status=RunStatus.QUEUED, updated_at__lt=stale)
+    woken = []
+    for run_id, stage in [*expired.values_list("pk", "stage"), *forgotten.values_list("pk", "stage")]:
+        enqueue_stage(run_id, stage)
+        woken.append(run_id)
+    return woken

@@ -1,0 +1,78 @@
+"""What every chapter stage shares: one LLM call through Jacquard with the project's models,
+templates and the stored-call store, and helpers to build prompt blocks."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pipeline.call_store import DbCallStore, call_key
+from pipeline.context import ChapterContext
+from pipeline.jacquard.runner import CallContext, CallSpec, run_call
+from pipeline.jacquard.skein import PromptBlock, Skein
+from pipeline.prompt_templates import prompt_template_source
+from pipeline.runs import Claim
+
+ProgressCallback = Callable[[str], None]
+
+
+def data_block(name: str, data_type: str, text: str, **options: Any) -> PromptBlock:
+    """Story text shown to the model as data, never as instructions (facts §12)."""
+    wrapped = f'<DATA type="{data_type}" readonly="true">\n{text}\n</DATA>' if text else ""
+    return PromptBlock(name=name, role="user", content=wrapped, **options)
+
+
+def json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def system_blocks(ctx: ChapterContext, role_text: str) -> list[PromptBlock]:
+    """The stable head every stage of a book shares: cacheable, so the prefix cache hits."""
+    style = json_text({k: v for k, v in ctx.style_profile.items() if not k.startswith("_")})
+    return [
+        PromptBlock("role", "system", role_text, required=True, cacheable=True, priority=100),
+        PromptBlock("world-rules", "system", "硬性世界规则：\n" + "\n".join(ctx.hard_rules) if ctx.hard_rules else "",
+                    cacheable=True, priority=95),
+        PromptBlock("style-profile", "system", f"风格档案：{style}" if ctx.style_profile else "", cacheable=True,
+                    priority=85, kind="json"),
+    ]
+
+
+def skein_of(blocks: Sequence[PromptBlock]) -> Skein:
+    skein = Skein()
+    for block in blocks:
+        if block.content or block.template is not None:
+            skein.add(block)
+    return skein
+
+
+def llm_call(
+    claim: Claim,
+    ctx: ChapterContext,
+    *,
+    stage: str,
+    slice_: Mapping[str, Any],
+    blocks: Sequence[PromptBlock],
+    template: str,
+    template_context: Mapping[str, Any],
+    tags: Sequence[str],
+    required_tags: Sequence[str],
+    on_text: ProgressCallback | None = None,
+    sequence: int = 1,
+    **spec_options: Any,
+) -> CallContext:
+    """One LLM call for ``stage``; the task block is the project's (or the default) template."""
+    task = PromptBlock("task", "user", template=prompt_template_source(project_id=ctx.project.pk, name=template),
+                       required=True, priority=100)
+    spec = CallSpec(
+        stage=stage, slice=slice_, build_skein=lambda _slice: skein_of([*blocks, task]),
+        call_key=call_key(claim.run_id, stage, claim.attempt, sequence), tags=tags, required_tags=required_tags,
+        template_context=template_context, stage_models=ctx.project.stage_models,
+        seed_key=f"{ctx.project.slug}:{ctx.chapter}:{stage}:{claim.attempt}:{sequence}", on_text=on_text,
+        **spec_options,
+    )
+    return run_call(spec, store=DbCallStore(run_id=claim.run_id, stage_run_id=claim.stage_run_id))
+
+
+def cast_slice(ctx: ChapterContext) -> list[dict[str, str]]:
+    return [{"slug": c.slug, "display_name": c.display_name} for c in ctx.cast]

@@ -1,0 +1,74 @@
+"""Commit: the staged chapter enters the story in ONE transaction with the checkpoint and the run
+(facts §7.4). A stale base_state_version (someone changed the state meanwhile) sends the run back
+to summarize: the delta is rebuilt on the current state, never forced over it."""
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from pipeline.blackboard import Blackboard
+from pipeline.lock_objects import run_lock
+from pipeline.models import StageRun
+from pipeline.runs import Claim, StageOutcome, _holding, apply_outcome
+from projects.lock_objects import project_lock
+from projects.models import PipelineStage
+from projects.services.chapter_commit import StagedChapter, chapter_commit_story
+from projects.state_ops import StalePatch
+
+
+def _log(run, board: Blackboard, gate: dict) -> dict:
+    stages = []
+    for stage_run in StageRun.objects.filter(run=run, status="succeeded").order_by("started_at", "pk"):
+        if stage_run.stage in ("commit", "maintain"):
+            continue
+        stages.append({"name": stage_run.stage, "model": stage_run.model, "duration_ms": stage_run.duration_ms or 0,
+                       "input_tokens": stage_run.input_tokens, "output_tokens": stage_run.output_tokens,
+                       "cache_creation_input_tokens": stage_run.cache_creation_tokens,
+                       "cache_read_input_tokens": stage_run.cache_read_tokens,
+                       "cost_usd": float(stage_run.cost_usd)})
+    return {"chapter": run.chapter, "storyline_id": board.as_("slicer").read_meta("storyline_id") or "",
+            "started_at": timezone.localtime(run.created_at).isoformat(timespec="seconds"), "stages": stages,
+            "gate_decision": gate.get("decision"), "revisions": gate.get("revisions", 0),
+            "force_passed": gate.get("force_passed", False),
+            "total_duration_ms": sum(s["duration_ms"] for s in stages),
+            "total_cost_usd": round(sum(s["cost_usd"] for s in stages), 6)}
+
+
+def staged_chapter(run, board: Blackboard) -> StagedChapter:
+    skill = board.as_("skill")
+    gate = skill.read_content("gate", "result") or {}
+    evaluation = {**(skill.read_content("evaluation", "data") or {}),
+                  "gate": {"decision": gate.get("decision"), "revisions": gate.get("revisions", 0),
+                           "force_passed": gate.get("force_passed", False)},
+                  "deterministic_checks": skill.read_content("evaluation", "checks") or {}}
+    if gate.get("overall") is not None:
+        evaluation["overall_final"] = gate["overall"]  # the system's recomputed score (facts §11)
+    return StagedChapter(
+        number=run.chapter, volume_number=run.volume_number,
+        storyline_slug=board.as_("slicer").read_meta("storyline_id") or "",
+        title=skill.read_content("chapter", "title") or "",
+        text=skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft"),
+        summary=skill.read_content("summary", "text"), delta=skill.read_content("summary", "delta"),
+        memory=skill.read_content("summary", "memory"), evaluation=evaluation, log=_log(run, board, gate),
+    )
+
+
+@transaction.atomic(durable=True)  # nobody may wrap this and keep the project lock longer
+def chapter_commit(*, claim: Claim) -> bool:
+    """True when the chapter was committed; False when the delta was stale and the run went back
+    to summarize."""
+    project = project_lock(claim.project_id)
+    run = run_lock(claim.run_id)
+    _holding(run, claim)
+    board = Blackboard(run.blackboard)
+    try:
+        with transaction.atomic():  # a savepoint: a stale patch leaves no partial chapter behind
+            chapter_commit_story(project=project, staged=staged_chapter(run, board))
+    except StalePatch as exc:
+        board.as_("orchestrator").append_error("commit", "stale_state_version", exc.message)
+        apply_outcome(run, claim, StageOutcome(board.to_dict(), "summarize",
+                                               checkpoint={"pipeline_stage": PipelineStage.DRAFTING}))
+        return False
+    board.as_("orchestrator").update_step_status("commit", "completed")
+    apply_outcome(run, claim, StageOutcome(board.to_dict(), "maintain"))
+    return True

@@ -1,0 +1,110 @@
+"""QualityJudge and the gate: deterministic checks first (they feed the judge and the gate), then
+the LLM judge's 8 scores, then the gate decision on the system's own overall (facts §11).
+
+pass / force_passed → commit; polish → one more refine, then commit; revise → back to draft with
+the required fixes; a pause stops the run at a NOVEL_ASK question for a person.
+"""
+from __future__ import annotations
+
+import json
+
+from pipeline.blackboard import Blackboard
+from pipeline.checks import run_checks
+from pipeline.context import ChapterContext
+from pipeline.gate import GateSettings, decide
+from pipeline.llm.types import LLMBadOutput
+from pipeline.models import RunStatus
+from pipeline.runs import Claim, StageOutcome
+from pipeline.stages.base import PromptBlock, data_block, json_text, llm_call, system_blocks
+from projects.json_validation import json_issues
+from projects.models import PipelineStage
+
+ROLE = "你是严格的网络小说质检编辑：逐条核对契约，按 8 个维度打分，给出可执行的修改意见。"
+TARGET_CHARS = 3000
+
+PAUSE_OPTIONS = [
+    {"label": "accept", "description": "按现状接受并提交本章"},
+    {"label": "revise", "description": "按备注修订后重新评审"},
+    {"label": "rewrite", "description": "整章重写"},
+]
+
+
+def pause_question(chapter: int, decision: str, overall) -> dict:
+    """The NOVEL_ASK QuestionSpec (seed 003) a paused chapter waits on."""
+    question = {"id": "decision", "header": f"第 {chapter} 章需要人工决定",
+                "question": f"评审得分 {overall}，门控结果 {decision}。如何处理？", "kind": "single_choice",
+                "required": True, "options": PAUSE_OPTIONS,
+                "default": "rewrite" if decision == "pause_for_user_force_rewrite" else "revise"}
+    notes = {"id": "notes", "header": "修改说明", "question": "给作者的具体修改意见（可选）", "kind": "free_text",
+             "required": False}
+    return {"version": 1, "topic": f"chapter.{chapter:03d}.judge_pause", "questions": [question, notes]}
+
+
+def _checks(ctx: ChapterContext, board: Blackboard, text: str):
+    delta = board.as_("skill").read_content("summary", "delta") or {}
+    return run_checks(
+        text, blacklist=ctx.blacklist, target_chars=TARGET_CHARS, characters=ctx.all_characters,
+        contract_slugs=[c.slug for c in ctx.cast], contract_updates=ctx.foreshadowing_updates,
+        delta_ops=delta.get("ops", []), objectives=ctx.objectives,
+        rules=[{"id": r["rule_id"], **r} for r in ctx.rules],
+    )
+
+
+def _evaluation(call) -> dict:
+    try:
+        evaluation = json.loads(call.texts["evaluation"])
+    except json.JSONDecodeError as exc:
+        raise LLMBadOutput(f"judge: <evaluation> is not JSON: {exc}") from exc
+    issues = json_issues("EVALUATION", evaluation)
+    if issues:
+        raise LLMBadOutput("judge: the evaluation breaks its schema: " + "; ".join(map(str, issues)))
+    return evaluation
+
+
+def _route(decision: str, result, project_revision: int, board: Blackboard) -> tuple[str, dict, str]:
+    """Where the run goes for a gate decision: (next stage, checkpoint fields, run status)."""
+    skill = board.as_("skill")
+    if decision in ("pass", "force_passed"):
+        return "commit", {}, RunStatus.QUEUED
+    if decision == "polish":
+        skill.write_content("gate", "polish_pending", True)
+        return "refine", {"pipeline_stage": PipelineStage.REVISING}, RunStatus.QUEUED
+    if decision == "revise":
+        skill.write_content("revision", "required_fixes", result.required_fixes)
+        return "draft", {"pipeline_stage": PipelineStage.REVISING, "revision_count": project_revision + 1}, \
+            RunStatus.QUEUED
+    return "gate", {}, RunStatus.WAITING  # a person decides (pipeline.chapter_gate.chapter_pause_resolve)
+
+
+def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) -> StageOutcome:
+    skill = board.as_("skill")
+    text = skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft")
+    checks = _checks(ctx, board, text)
+    slice_ = {"chapter": ctx.chapter, "objectives": ctx.objectives, "checks": checks.as_dict()}
+    blocks = [
+        *system_blocks(ctx, ROLE),
+        data_block("cast", "character_profile", json_text([{"id": c.slug, "name": c.display_name,
+                                                            "contracts": c.contracts} for c in ctx.cast]),
+                   priority=70, shrinkable=True),
+        PromptBlock("contract", "user", "本章契约：" + json_text(ctx.contract), required=True, kind="json"),
+        data_block("chapter", "chapter_content", text, required=True),
+    ]
+    call = llm_call(claim, ctx, stage="judge", slice_=slice_, blocks=blocks, template="judge.j2",
+                    template_context=slice_, tags=["thought", "evaluation"], required_tags=["evaluation"],
+                    on_text=on_text)
+    evaluation = _evaluation(call)
+    revision_count = ctx.project.revision_count
+    result = decide(evaluation, revision_count=revision_count,
+                    settings=GateSettings.from_project_settings(ctx.project.gate_settings),
+                    deterministic_violations=checks.violations)
+    skill.write_content("evaluation", "data", evaluation)
+    skill.write_content("evaluation", "checks", checks.as_dict())
+    skill.write_content("gate", "result", {**result.as_dict(), "revisions": revision_count})
+    next_stage, checkpoint, status = _route(result.decision, result, revision_count, board)
+    question = None
+    if status == RunStatus.WAITING:
+        spec = pause_question(ctx.chapter, result.decision, result.overall)
+        question = {"step": f"chapter:{ctx.chapter:03d}:judge", "topic": spec["topic"], "spec": spec,
+                    "answer_path": f"staging/novel-ask/chapter-{ctx.chapter:03d}-judge.answers.json"}
+    return StageOutcome(board.to_dict(), next_stage, status=status, question=question,
+                        checkpoint={"pipeline_stage": PipelineStage.JUDGED, **checkpoint}, calls=[call])

@@ -1,0 +1,85 @@
+"""After commit: memory consolidation when due (seed 002 and beyond), style drift every 5 chapters
+(facts §13), then the run ends and, in a batch, the next chapter starts."""
+from __future__ import annotations
+
+from django.db import transaction
+
+from pipeline import memory
+from pipeline.blackboard import Blackboard
+from pipeline.context import ChapterContext
+from pipeline.errors import PipelineBusy, PipelineNotReady
+from pipeline.jacquard.skein import PromptBlock
+from pipeline.lock_objects import run_lock
+from pipeline.runs import Claim, StageOutcome, _chapter_run_create, _holding, apply_outcome
+from pipeline.stages.base import data_block, llm_call
+from projects.lock_objects import project_lock
+from projects.models import Project
+from projects.services.memory import archived_summary_add, project_style_drift_set
+
+DRIFT_EVERY = 5  # facts §13: every 5 chapters (last_completed % 5 == 0)
+
+
+def _volume_range(ctx: ChapterContext) -> tuple[int, int]:
+    numbers = list(ctx.project.chapter_contracts.filter(volume__number=ctx.volume).values_list("chapter", flat=True))
+    return (min(numbers), max(numbers)) if numbers else (ctx.chapter, ctx.chapter)
+
+
+def _consolidate(claim: Claim, ctx: ChapterContext, plan: memory.Consolidation, sequence: int):
+    slice_ = {"summaries": plan.texts, "level": plan.level}
+    blocks = [PromptBlock("role", "system", "你负责压缩连载小说的记忆。", required=True, cacheable=True),
+              data_block("summaries", "summary", "\n---\n".join(plan.texts), required=True)]
+    call = llm_call(claim, ctx, stage="consolidate", slice_=slice_, blocks=blocks, template="consolidate.j2",
+                    template_context=slice_, tags=["summary"], required_tags=["summary"], sequence=sequence)
+    archived_summary_add(project=ctx.project, level=plan.level, chapter_start=plan.chapter_start,
+                         chapter_end=plan.chapter_end, text=call.texts["summary"], volume_number=plan.volume_number,
+                         supersedes=plan.supersedes)
+    return call
+
+
+def _style_drift(ctx: ChapterContext) -> None:
+    from pipeline.style_drift import detect
+
+    if ctx.chapter % DRIFT_EVERY:
+        return
+    recent = list(ctx.project.chapters.filter(number__gt=ctx.chapter - DRIFT_EVERY, number__lte=ctx.chapter)
+                  .order_by("number").values_list("number", "text"))
+    updated = detect(chapters=recent, profile=ctx.style_profile, current=ctx.project.style_drift, as_of=ctx.chapter)
+    if updated != ctx.project.style_drift:
+        project_style_drift_set(project=ctx.project, style_drift=updated)
+
+
+def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) -> StageOutcome:
+    """Each consolidation is stored as soon as it is made (idempotent per range), so a crash here
+    repeats at most the call in progress."""
+    calls, sequence = [], 1
+    first, last = _volume_range(ctx)
+    plans = [memory.archive_due(ctx.project, ctx.chapter)]
+    if ctx.chapter == last:
+        plans.append(memory.volume_due(ctx.project, ctx.volume, first, last))
+    for plan in plans:
+        if plan is not None:
+            calls.append(_consolidate(claim, ctx, plan, sequence))
+            sequence += 1
+    if ctx.chapter == last and (synopsis := memory.synopsis_due(ctx.project)) is not None:
+        calls.append(_consolidate(claim, ctx, synopsis, sequence))
+    _style_drift(ctx)
+    board.as_("orchestrator").update_step_status("maintain", "completed")
+    return StageOutcome(board.to_dict(), None, calls=calls)
+
+
+@transaction.atomic(durable=True)
+def maintain_finish(*, claim: Claim, outcome: StageOutcome) -> int | None:
+    """End the run; in a batch, start the next chapter in the same transaction. Returns its run id."""
+    project = project_lock(claim.project_id)
+    run = run_lock(claim.run_id)
+    _holding(run, claim)
+    apply_outcome(run, claim, outcome)
+    remaining = Blackboard(run.blackboard).as_("slicer").read_meta("batch_remaining") or 0
+    if remaining <= 0:
+        return None
+    try:
+        with transaction.atomic():
+            project = Project.objects.get(pk=project.pk)
+            return _chapter_run_create(project, user=run.created_by, batch_remaining=remaining - 1).pk
+    except (PipelineBusy, PipelineNotReady):
+        return None  # the end of the planned volume, or someone else started something: the batch stops

@@ -1,0 +1,85 @@
+"""Committing a written chapter into the story: everything the pipeline staged lands in ONE
+transaction, or nothing does (seed 000 §9.2, facts §7.4)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from projects.errors import NovelsiteError
+from projects.evaluations import chapter_log_columns, evaluation_columns
+from projects.lock_objects import project_lock, row_lock
+from projects.models import (
+    ChangeSource,
+    Chapter,
+    ChapterLog,
+    ChapterSummary,
+    Evaluation,
+    OrchestratorState,
+    PipelineStage,
+    Project,
+    Storyline,
+    Volume,
+)
+from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
+from projects.services.story_state import story_state_apply_patch
+
+
+class ChapterAlreadyCommitted(NovelsiteError):
+    """This chapter is already in the book."""
+
+    code = "chapter_exists"
+    http_status = 409
+
+
+@dataclass(frozen=True)
+class StagedChapter:
+    """Plain data from the pipeline's staging, so that ``projects`` never sees a run."""
+
+    number: int
+    volume_number: int
+    storyline_slug: str
+    title: str
+    text: str
+    summary: str
+    delta: dict[str, Any]
+    memory: str | None
+    evaluation: dict[str, Any]
+    log: dict[str, Any]
+
+
+@transaction.atomic
+def chapter_commit_story(*, project: Project, staged: StagedChapter) -> Chapter:
+    """Chapter, summary, state patch (version check, changelog, foreshadowing ledger), storyline
+    memory, evaluation, log and checkpoint, together. A stale ``base_state_version`` raises
+    ``StalePatch`` with nothing written; the caller sends the run back to summarize.
+
+    Locks: project, then StoryState (through the patch service), then the storyline row.
+    """
+    project = project_lock(project.pk)
+    if Chapter.objects.filter(project=project, number=staged.number).exists():
+        raise ChapterAlreadyCommitted(f"chapter {staged.number} is already committed")
+    story_state_apply_patch(project=project, delta=staged.delta, source=ChangeSource.PIPELINE)
+    volume, _ = Volume.objects.get_or_create(project=project, number=staged.volume_number)
+    storyline = Storyline.objects.filter(project=project, slug=staged.storyline_slug).first()
+    chapter = Chapter(project=project, volume=volume, number=staged.number, storyline=storyline,
+                      title=staged.title[:200], text=staged.text)
+    chapter.save()
+    ChapterSummary.objects.create(project=project, chapter=chapter, storyline_slug=staged.storyline_slug,
+                                  text=staged.summary)
+    if storyline is not None and staged.memory is not None:
+        # facts §7.4 / §15.3: the memory file is overwritten (the CLI's refusal is a bug)
+        line = row_lock(storyline)
+        line.memory, line.version = staged.memory[:STORYLINE_MEMORY_MAX_CHARS], line.version + 1
+        line.save(update_fields=["memory", "version"])
+    Evaluation.objects.create(project=project, chapter=chapter, data=staged.evaluation,
+                              **evaluation_columns(staged.evaluation))
+    ChapterLog.objects.create(project=project, chapter=chapter, data=staged.log, **chapter_log_columns(staged.log))
+    Project.objects.filter(pk=project.pk).update(
+        last_completed_chapter=max(project.last_completed_chapter, staged.number),
+        pipeline_stage=PipelineStage.COMMITTED, inflight_chapter=None, revision_count=0, hook_fix_count=0,
+        title_fix_count=0, orchestrator_state=OrchestratorState.WRITING, last_checkpoint_time=timezone.now(),
+    )
+    return chapter
