@@ -152,6 +152,12 @@ ANTHROPIC_TIMEOUT_SECONDS = env.float("ANTHROPIC_TIMEOUT_SECONDS", default=300.0
 ANTHROPIC_MAX_RETRIES = env.int("ANTHROPIC_MAX_RETRIES", default=2)
 NOVELSITE_DEFAULT_MODEL = env.str("NOVELSITE_DEFAULT_MODEL", default="claude-sonnet-5-5")
 NOVELSITE_LLM_PRICES: dict = {}  # per-model overrides of pipeline/llm/pricing.py
+# The offline backend's misbehaviour on demand (pipeline/llm/offline): latency, faults, low scores.
+# JSON in the environment so a worker process can be told too, e.g.
+# NOVELSITE_OFFLINE_JSON='{"latency_ms": 200, "faults": {"draft": {"kind": "rate_limit", "rate": 0.2}}}'
+NOVELSITE_OFFLINE = env.json("NOVELSITE_OFFLINE_JSON", default={})
+# How long a stage's lease lasts before the reconciler hands the stage to another worker.
+NOVELSITE_LEASE_SECONDS = env.int("NOVELSITE_LEASE_SECONDS", default=16 * 60 + 120)
 
 # --- Novelsite ---------------------------------------------------------------------------------
 NOVELSITE_REQUIRE_SERVICES = env.bool("REQUIRE_SERVICES", default=False)
