@@ -94,18 +94,23 @@ class OfflineBackend:
     name = "offline"
 
     def __init__(self, config: OfflineConfig | None = None, *, sleep=time.sleep) -> None:
-        self.config = config or OfflineConfig.from_settings()
+        self._config = config  # None: read the settings at every call, so tests and workers can change them
         self._sleep = sleep
+
+    @property
+    def config(self) -> OfflineConfig:
+        return self._config or OfflineConfig.from_settings()
 
     def complete(self, request: LLMRequest, on_text: TextCallback | None = None) -> LLMResult:
         started = time.monotonic()
         rng = _seeded(request, "output")
-        fault = self.config.fault_for(request.stage)
+        config = self.config
+        fault = config.fault_for(request.stage)
         # a separate draw, so the text of a call does not depend on whether faults are configured
         failing = fault is not None and _seeded(request, "fault").random() < float(fault.get("rate", 1.0))
         if failing and fault["kind"] in FAULT_ERRORS:
             error, status, message = FAULT_ERRORS[fault["kind"]]
-            self._wait(self.config.latency_ms / 2)
+            self._wait(config.latency_ms / 2)
             raise error(f"{request.stage}: {message}", status_code=status, request_id=f"offline-{rng.randrange(1 << 32):08x}")
         text = self._text(request, rng, malformed_output=failing and fault["kind"] == "malformed")
         cut = len(text) // 2 if failing and fault["kind"] == "truncated" else None
