@@ -46,6 +46,11 @@ SLICES = {
     "quickstart:style": {},
     "review": {"volume": 1, "chapter_range": [1, 30]},
 }
+PROMO = {"topic": "第3章", "reference_summary": "林枫救下陈老。", "title": "雪夜来客", "body": "正文" * 300,
+         "hashtags": ["网络小说"]}
+SLICES.update({f"promote:{step}": PROMO for step in ("titles", "body", "cta", "hashtags", "platforms")})
+TAGS.update({"promote:titles": ["titles"], "promote:body": ["body", "scores"], "promote:cta": ["cta"],
+             "promote:hashtags": ["hashtags"], "promote:platforms": ["platform_versions", "scores"]})
 SLICES.update({"quickstart:trial": SLICES["draft"], "quickstart:results": SLICES["judge"],
                "quickstart:f0": {**SLICES["plan"], "volume": 1, "chapter_start": 1, "chapter_end": 3}})
 TAGS = {"draft": ["chapter", "hints"], "summarize": ["summary", "state_update", "memory", "crossref"],
@@ -315,3 +320,19 @@ def test_runner_refuses_a_delta_the_patch_engine_would_refuse(settings):
     stale_state = {**empty_state(), "state_version": 3}  # the header says base 0: stale
     with pytest.raises(LLMBadOutput, match="state update is refused"):
         run_call(summarize_spec(state=stale_state))
+
+
+def test_promotion_steps_fill_the_seed_content_zone():
+    _, titles, _ = output("promote:titles")
+    variants = json.loads(titles["titles"])["variants"]
+    assert len(variants) >= 3 and all({"type", "content", "score"} <= set(v) for v in variants)
+    _, body, _ = output("promote:body")
+    assert {"content", "sections", "key_points", "quotes"} <= set(json.loads(body["body"]))
+    _, cta, _ = output("promote:cta")
+    assert json.loads(cta["cta"])["type"] in ("follow", "share", "comment", "save", "click")
+    _, tags, _ = output("promote:hashtags")
+    assert all(isinstance(t, str) for t in json.loads(tags["hashtags"]))
+    _, platforms, _ = output("promote:platforms")
+    versions = json.loads(platforms["platform_versions"])
+    assert set(versions) == {"xiaohongshu", "wechat", "twitter", "general"}
+    assert len(versions["twitter"]["title"]) + versions["twitter"]["word_count"] <= 280

@@ -16,6 +16,8 @@ Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices ea
   ``new_characters`` and ``contracts`` that pass the facts §6 validation.
 - ``consolidate``: summaries [text]; answers ``summary``.
 - ``quickstart:world`` / ``quickstart:characters`` / ``quickstart:style``, ``review``.
+- ``promote:titles|body|cta|hashtags|platforms``: the promotion post of seed 001, one step each
+  (hook variants with scores, body with sections, CTA, hashtags, platform versions within limits).
 """
 from __future__ import annotations
 
@@ -192,7 +194,51 @@ def review(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     return {"audit": _dumps(report)}
 
 
+# --- promotion posts (seed 001's content zone): slice = intent, platform, topic, reference_summary, style
+
+PLATFORM_LIMITS = {"xiaohongshu": 1000, "wechat": 2000, "twitter": 280, "general": 800}
+
+
+def promote_titles(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    topic = slice_.get("topic") or "新章更新"
+    variants = [{"type": kind, "content": text, "score": round(rng.uniform(0.55, 0.95), 2)} for kind, text in [
+        ("question", f"{topic}：他为什么偏偏在雪夜回头？"), ("suspense", f"{topic}，密信里只写了三个字"),
+        ("emotion", f"{topic}｜那一刀，他还是没能落下"), ("number", f"{topic}：3 个细节看懂这一章")]]
+    return {"titles": _dumps({"variants": variants})}
+
+
+def promote_body(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    summary = (slice_.get("reference_summary") or "林枫在雪原上遇见了改变命运的人。")[:200]
+    sections = [{"title": "前情", "content": summary}, {"title": "看点", "content": "伏笔回收，人物关系急转。"}]
+    body = {"content": f"{slice_.get('hook') or ''}\n{summary}\n这一章，故事真正开始转向。",
+            "sections": sections, "key_points": ["雪夜对峙", "密信之谜"], "quotes": ["星火不灭，宗门就还在。"]}
+    return {"body": _dumps(body), "scores": _dumps({"virality": round(rng.uniform(0.6, 0.9), 2),
+                                                    "hook_strength": round(rng.uniform(0.6, 0.9), 2),
+                                                    "emotional_resonance": round(rng.uniform(0.6, 0.9), 2)})}
+
+
+def promote_cta(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    return {"cta": _dumps({"primary": "追更不迷路，点个关注", "secondary": "评论区聊聊你的猜测", "type": "follow"})}
+
+
+def promote_hashtags(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    return {"hashtags": _dumps(["网络小说", "玄幻", "连载更新", slice_.get("topic") or "新章"])}
+
+
+def promote_platforms(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    title, body = slice_.get("title") or "新章更新", slice_.get("body") or "故事继续。"
+    tags = slice_.get("hashtags") or ["网络小说"]
+    versions = {}
+    for platform, limit in PLATFORM_LIMITS.items():
+        text = body[: max(0, limit - len(title) - 20)]
+        versions[platform] = {"title": title[:60], "body": text, "hashtags": tags[:5], "word_count": len(text),
+                              "emoji_density": "medium" if platform == "xiaohongshu" else "low"}
+    return {"platform_versions": _dumps(versions), "scores": _dumps({"platform_fit": round(rng.uniform(0.6, 0.9), 2)})}
+
+
 WRITERS: dict[str, Writer] = {
+    "promote:titles": promote_titles, "promote:body": promote_body, "promote:cta": promote_cta,
+    "promote:hashtags": promote_hashtags, "promote:platforms": promote_platforms,
     "draft": draft, "quickstart:trial": draft,
     "summarize": summarize,
     "refine": refine,
