@@ -46,11 +46,6 @@ SLICES = {
     "quickstart:style": {},
     "review": {"volume": 1, "chapter_range": [1, 30]},
 }
-PROMO = {"topic": "第3章", "reference_summary": "林枫救下陈老。", "title": "雪夜来客", "body": "正文" * 300,
-         "hashtags": ["网络小说"]}
-SLICES.update({f"promote:{step}": PROMO for step in ("titles", "body", "cta", "hashtags", "platforms")})
-TAGS.update({"promote:titles": ["titles"], "promote:body": ["body", "scores"], "promote:cta": ["cta"],
-             "promote:hashtags": ["hashtags"], "promote:platforms": ["platform_versions", "scores"]})
 SLICES.update({"quickstart:trial": SLICES["draft"], "quickstart:results": SLICES["judge"],
                "quickstart:f0": {**SLICES["plan"], "volume": 1, "chapter_start": 1, "chapter_end": 3}})
 TAGS = {"draft": ["chapter", "hints"], "summarize": ["summary", "state_update", "memory", "crossref"],
@@ -58,6 +53,11 @@ TAGS = {"draft": ["chapter", "hints"], "summarize": ["summary", "state_update", 
         "plan": ["outline", "schedule", "foreshadowing", "new_characters", "contracts"], "consolidate": ["summary"],
         "quickstart:world": ["rules", "world_docs", "storylines"], "quickstart:characters": ["characters"],
         "quickstart:style": ["style_profile"], "review": ["audit"]}
+PROMO = {"topic": "第3章", "reference_summary": "林枫救下陈老。", "title": "雪夜来客", "body": "正文" * 300,
+         "hashtags": ["网络小说"]}
+SLICES.update({f"promote:{step}": PROMO for step in ("titles", "body", "cta", "hashtags", "platforms")})
+TAGS.update({"promote:titles": ["titles"], "promote:body": ["body", "scores"], "promote:cta": ["cta"],
+             "promote:hashtags": ["hashtags"], "promote:platforms": ["platform_versions", "scores"]})
 TAGS.update({"quickstart:trial": TAGS["draft"], "quickstart:results": TAGS["judge"], "quickstart:f0": TAGS["plan"]})
 
 
