@@ -1240,3 +1240,22 @@ def test_chapter_volume_survives_a_round_trip_without_contract(tmp_path, sample_
     export_to_directory(sample_project, tmp_path / "tree")
     copy = tree_import(read_directory(tmp_path / "tree"), slug="vol-copy").project
     assert copy.chapters.get(number=5).volume.number == 2
+
+
+@pytest.mark.django_db
+def test_an_in_flight_chapter_run_exports_its_staging_files(sample_project):
+    from projects.filetree.export import tree_files
+
+    content = {"chapter": {"title": "入林", "draft": "林枫走进森林。"},
+               "summary": {"text": "## 第 1 章摘要", "delta": {"chapter": 1, "base_state_version": 1,
+                                                              "storyline_id": "main-arc", "ops": []},
+                           "crossref": {}, "memory": "林枫在林中。"},
+               "evaluation": {"data": {"overall": 4.2, "recommendation": "pass"}}}
+    PipelineRun.objects.create(project=sample_project, kind="chapter", chapter=1, status="running", stage="judge",
+                               blackboard={"meta": {}, "content": content, "control": {}})
+    files = dict(tree_files(sample_project))
+    assert files["staging/chapters/chapter-001.md"].decode().startswith("# 入林\n\n林枫走进森林。")
+    for path in ("staging/summaries/chapter-001-summary.md", "staging/state/chapter-001-delta.json",
+                 "staging/state/chapter-001-crossref.json", "staging/storylines/main-arc/memory.md",
+                 "staging/evaluations/chapter-001-eval.json"):
+        assert path in files
