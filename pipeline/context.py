@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.plan_validation import outline_blocks, outline_value
 from projects.models import ArchivedSummary, Character, ChapterSummary, Project
 from projects.selectors import foreshadowing_dormant, foreshadowing_overdue
 
@@ -69,22 +70,12 @@ class ChapterContext:
         return list(self.contract.get("objectives") or [])
 
 
-OUTLINE_HEADING = re.compile(r"^###\s*第\s*(\d+)\s*章[:：]?\s*(.*)$", re.MULTILINE)
-
-
 def outline_block(outline: str, chapter: int) -> tuple[str, str]:
     """The ``### 第 N 章`` block of the outline and the chapter's title (facts §10.7)."""
-    matches = list(OUTLINE_HEADING.finditer(outline))
-    for index, match in enumerate(matches):
-        if int(match[1]) == chapter:
-            end = matches[index + 1].start() if index + 1 < len(matches) else len(outline)
-            return outline[match.start():end].strip(), match[2].strip()
-    return "", ""
-
-
-def _outline_value(block: str, key: str) -> str:
-    found = re.search(rf"^-\s*\*\*{key}\*\*\s*[:：]\s*(.+)$", block, re.MULTILINE)
-    return found[1].strip() if found else ""
+    block = outline_blocks(outline).get(chapter, "")
+    heading = block.split("\n", 1)[0]
+    title = re.sub(r"^###\s*第\s*\d+\s*章[:：]?\s*", "", heading).strip()
+    return block.strip(), title
 
 
 def _cast(project: Project, contract: dict, state: dict) -> tuple[list[CastMember], list[dict]]:
@@ -174,7 +165,7 @@ def chapter_context(project: Project, chapter: int) -> ChapterContext:
         adjacent_memories={s: memories[s] for s in schedule_lines if s and s != storyline_id and memories.get(s)},
         recent_summaries=recent, memory_levels=levels, recall=_recall(project, cast, recent, chapter),
         foreshadowing_tasks=_foreshadowing_tasks(project, contract, chapter),
-        state=state_row.data, state_version=state_row.state_version, place=_outline_value(block, "Location"),
+        state=state_row.data, state_version=state_row.state_version, place=outline_value(block, "Location") or "",
     )
 
 
