@@ -129,6 +129,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=15 * 60)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=16 * 60)
 NOVELSITE_MAX_RETRY_COUNTDOWN = 10 * 60  # the longest backoff a stage task may ask for
+# A failed stage's first retry waits up to this many seconds (Celery's full jitter), doubling per
+# retry up to NOVELSITE_MAX_RETRY_COUNTDOWN. Read when the task module is imported; at least 1.
+NOVELSITE_STAGE_RETRY_BACKOFF = env.int("NOVELSITE_STAGE_RETRY_BACKOFF", default=15)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=2 * 60 * 60)
 }

@@ -84,7 +84,8 @@ class StageRun(models.Model):
     stage = models.CharField(max_length=32)
     attempt = models.PositiveSmallIntegerField(default=1)
     status = models.CharField(
-        max_length=10, choices=[("running", "running"), ("succeeded", "succeeded"), ("failed", "failed")],
+        max_length=10, choices=[("running", "running"), ("succeeded", "succeeded"), ("failed", "failed"),
+                                ("abandoned", "abandoned")],
         default="running",
     )
     backend = models.CharField(max_length=20, blank=True)

@@ -61,6 +61,6 @@ def stage_run(*, run_id: int, stage: str) -> None:
         raise
 
 
-def stage_run_failed(*, run_id: int, error: BaseException) -> None:
+def stage_run_failed(*, run_id: int, stage: str | None, error: BaseException) -> None:
     """Retries are spent (or the error cannot be retried): ERROR_RETRY with the cause."""
-    run_mark_error(run_id=run_id, error=f"{type(error).__name__}: {error}")
+    run_mark_error(run_id=run_id, stage=stage, error=f"{type(error).__name__}: {error}")

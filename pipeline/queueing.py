@@ -3,7 +3,8 @@
 With a broker, that is ``stage_run_task.delay`` from ``transaction.on_commit``. In eager mode (no
 broker: a laptop, the demo) a task queued from inside a task would run inside it, and a batch of
 chapters would nest deeper with every stage; instead, eager wake-ups go on a per-thread queue
-drained by a loop in the outermost caller, one stage after another.
+drained by a loop in the outermost caller, one stage after another, each retried and failed as a
+worker would (``_apply_eagerly``).
 """
 from __future__ import annotations
 
@@ -36,7 +37,34 @@ def _send(run_id: int, stage: str) -> None:
     try:
         while pending:
             queued_run, queued_stage = pending.popleft()
-            stage_run_task.apply(kwargs={"run_id": queued_run, "stage": queued_stage}, throw=True)
+            _apply_eagerly(stage_run_task, {"run_id": queued_run, "stage": queued_stage})
     finally:
         _local.draining = False
         pending.clear()
+
+
+def _apply_eagerly(task, kwargs: dict) -> None:
+    """Run a task the way a worker would, without the wait: retried at once on the errors it
+    declares (up to its ``max_retries``), then its ``on_failure`` (ERROR_RETRY) when it gives up.
+
+    Celery's eager ``apply`` cannot do this while ``task_eager_propagates`` is on (the setting):
+    it raises the first ``Retry`` to the caller and never calls ``on_failure``. So each try is
+    its own propagating ``apply`` and this loop does the rest. An LLM error ends here, recorded on
+    the run, as on a worker; any other error (a bug) is recorded, then raised to the caller.
+    """
+    from celery.exceptions import Retry
+
+    from pipeline.llm.types import LLMError
+
+    retries = 0
+    while True:
+        try:
+            task.apply(kwargs=kwargs, retries=retries, throw=True)
+            return
+        except Retry:
+            retries += 1  # a worker would wait for the backoff countdown first
+        except Exception as exc:  # retries spent (the task re-raises the cause), or not retryable
+            task.on_failure(exc, None, (), kwargs, None)
+            if not isinstance(exc, LLMError):
+                raise
+            return

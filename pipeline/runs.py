@@ -124,8 +124,16 @@ def stage_claim(*, run_id: int, stage: str, owner: str) -> Claim | None:
     run.lease_owner, run.lease_expires_at = owner, now + timedelta(seconds=lease_seconds())
     run.status = RunStatus.RUNNING
     run.save(update_fields=["lease_owner", "lease_expires_at", "status", "updated_at"])
-    stage_run = StageRun.objects.create(run=run, stage=stage, attempt=run.attempt + 1)
-    return Claim(run.pk, project_id, stage, owner, run.attempt + 1, stage_run.pk, run.chapter, run.blackboard)
+    # The attempt names the stored LLM call (call_store.call_key), so it must be new for every
+    # execution of the stage that finished (a failure, or a success the run later came back to:
+    # a revision, a polish pass, a stale delta, a run_retry) and the same only when the previous
+    # execution never finished (its worker died), so that the redelivery reuses the stored call.
+    attempt = StageRun.objects.filter(run=run, stage=stage, status__in=("succeeded", "failed")).count() + 1
+    # an earlier execution that never finished lost its worker: say so instead of "running" forever
+    StageRun.objects.filter(run=run, stage=stage, status="running").update(status="abandoned",
+                                                                           error="worker lost; stage re-claimed")
+    stage_run = StageRun.objects.create(run=run, stage=stage, attempt=attempt)
+    return Claim(run.pk, project_id, stage, owner, attempt, stage_run.pk, run.chapter, run.blackboard)
 
 
 def _holding(run: PipelineRun, claim: Claim) -> None:
@@ -174,7 +182,7 @@ def apply_outcome(run: PipelineRun, claim: Claim, outcome: StageOutcome) -> None
     run.blackboard = outcome.blackboard
     run.stage = outcome.next_stage or run.stage
     run.status = outcome.status if outcome.next_stage else RunStatus.DONE
-    run.attempt, run.lease_owner, run.lease_expires_at = 0, "", None
+    run.attempt, run.lease_owner, run.lease_expires_at, run.error = 0, "", None, ""
     run.finished_at = None if outcome.next_stage else now
     run.save()
     if outcome.checkpoint:
@@ -220,15 +228,16 @@ def stage_fail(*, claim: Claim, error: BaseException) -> bool:
 
 
 @transaction.atomic(durable=True)
-def run_mark_error(*, run_id: int, error: str) -> None:
+def run_mark_error(*, run_id: int, error: str, stage: str | None = None) -> None:
     """Retries are spent: the run stops with its cause in the control zone and the project goes to
-    ERROR_RETRY until someone retries (``run_retry``)."""
+    ERROR_RETRY until someone retries (``run_retry``). With ``stage``, only if the run is still at
+    that stage (a duplicate message may have moved it on meanwhile)."""
     project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
     if project_id is None:
         return
     project_lock(project_id)
     run = run_lock(run_id)
-    if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+    if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING) or (stage is not None and run.stage != stage):
         return
     board = Blackboard(run.blackboard)
     board.as_("orchestrator").write_control("error_retry", {"stage": run.stage, "error": error[:2000],

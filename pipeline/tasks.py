@@ -35,10 +35,11 @@ def worker_ping_task(token: str) -> None:
 def _stage_run_failure(self, exc, task_id, args, kwargs, einfo) -> None:
     from pipeline.orchestrator import stage_run_failed
 
-    stage_run_failed(run_id=kwargs["run_id"], error=exc)  # ERROR_RETRY, retryable from the UI
+    stage_run_failed(run_id=kwargs["run_id"], stage=kwargs.get("stage"), error=exc)  # ERROR_RETRY, retryable from the UI
 
 
-@shared_task(bind=True, acks_late=True, autoretry_for=(LLMTransientError,), retry_backoff=15,
+@shared_task(bind=True, acks_late=True, autoretry_for=(LLMTransientError,),
+             retry_backoff=settings.NOVELSITE_STAGE_RETRY_BACKOFF,
              retry_backoff_max=600, retry_jitter=True, max_retries=5, on_failure=_stage_run_failure,
              ignore_result=True)
 def stage_run_task(self, *, run_id: int, stage: str) -> None:

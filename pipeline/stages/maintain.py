@@ -53,11 +53,13 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     repeats at most the call in progress."""
     calls, sequence = [], 1
     first, last = _volume_range(ctx)
-    plans = [memory.archive_due(ctx.project, ctx.chapter)]
+    # Planned one after the other: at a volume's end the volume summary must see (and supersede)
+    # the archive made just before it, or that archive stays live in every later prompt.
+    plans = [lambda: memory.archive_due(ctx.project, ctx.chapter)]
     if ctx.chapter == last:
-        plans.append(memory.volume_due(ctx.project, ctx.volume, first, last))
-    for plan in plans:
-        if plan is not None:
+        plans.append(lambda: memory.volume_due(ctx.project, ctx.volume, first, last))
+    for due in plans:
+        if (plan := due()) is not None:
             calls.append(_consolidate(claim, ctx, plan, sequence))
             sequence += 1
     if ctx.chapter == last and (synopsis := memory.synopsis_due(ctx.project)) is not None:

@@ -1,0 +1,398 @@
+"""The chapter pipeline on the real runtime: PostgreSQL, the Redis broker and ``celery worker``
+subprocesses (DESIGN §4, "Locking and recovery").
+
+Every test gets a private queue: the test process sends there (``app.conf.task_default_queue``)
+and its workers consume and send there (``-- task.default_queue=<queue>`` on their command line), so
+another worker on the same Redis never takes a message. Workers run with a 3 s lease
+(``NOVELSITE_LEASE_SECONDS``, the test process too) so a killed worker's stage is recovered in
+seconds by ``runs_reconcile`` — the recovery path, since the broker would only redeliver the killed
+worker's unacknowledged message after its 2 h visibility timeout.
+
+1. A 10-chapter batch through a worker commits 10 chapters, 10 state versions and changelog rows.
+2. SIGKILL of the worker (parent and pool children) in the middle of each stage kind still ends
+   with every chapter committed exactly once; later duplicate deliveries change nothing.
+3. Two concurrent starts of one project: one run, one ``PipelineBusy``, never two in flight.
+4. LLM faults: at 20% a batch still completes through Celery's retries; at 100% the run stops in
+   ERROR_RETRY with nothing committed, and a retry (once the fault is gone) commits it once.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from pipeline.blackboard import Blackboard
+from pipeline.errors import PipelineBusy
+from pipeline.models import ACTIVE_RUN_STATUSES, LLMCall, PipelineRun, RunKind, RunStatus, StageRun
+from pipeline.runs import chapter_run_start, run_retry, runs_reconcile
+from projects.models import (
+    Chapter,
+    ChapterSummary,
+    OrchestratorState,
+    PipelineStage,
+    Project,
+    StateChange,
+    StoryState,
+)
+from projects.state_ops import replay
+from tests.worker_harness import (
+    Worker,
+    broker_queue_clean,
+    broker_redeliver_unacked,
+    broker_unacked_count,
+    lease_pid,
+    pipeline_snapshot,
+    wait_for,
+    writable_project,
+)
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
+
+LEASE_SECONDS = 3
+STAGES = ["draft", "summarize", "refine", "judge", "commit", "maintain"]
+LLM_LATENCY_MS = 1500  # long enough to see a stage running and kill it in the middle
+SLOW_FINISH_SECONDS = 1.5  # commit and maintain make no LLM call: their final transaction is slowed instead
+
+
+class Workers:
+    """Workers on one private queue, and the broker and database views the tests need."""
+
+    def __init__(self, tmp_path) -> None:
+        import redis
+
+        self.queue = f"novelsite-test-pipeline-{uuid.uuid4().hex[:12]}"
+        self.tmp_path = tmp_path
+        self.redis = redis.Redis.from_url(settings.REDIS_URL)
+        self.started: list[Worker] = []
+
+    def start(self, **options) -> Worker:
+        worker = Worker(self.queue, self.tmp_path, lease_seconds=LEASE_SECONDS, label=f"w{len(self.started)}",
+                        **options)
+        self.started.append(worker)
+        worker.wait_ready()
+        return worker
+
+    def logs(self) -> str:
+        return "\n".join(worker.log_tail(1500) for worker in self.started)
+
+    def diagnostics(self, project) -> Callable[[], str]:
+        return lambda: f"{pipeline_snapshot(project)}\nqueue length {self.redis.llen(self.queue)}\n{self.logs()}"
+
+    def close(self) -> None:
+        for worker in self.started:
+            worker.kill()
+        broker_queue_clean(self.redis, self.queue, [w.nodename for w in self.started])
+        self.redis.close()
+
+
+@pytest.fixture
+def workers(settings, tmp_path):
+    from novelsite.celery import app
+
+    assert app.conf.task_always_eager is False, "REDIS_URL is set: tasks must go to the broker"
+    settings.NOVELSITE_LEASE_SECONDS = LEASE_SECONDS  # runs_reconcile in this process uses it too
+    pool = Workers(tmp_path)
+    default_queue = app.conf.task_default_queue
+    try:
+        broker_queue_clean(pool.redis, pool.queue)
+        app.conf.task_default_queue = pool.queue  # the router reads it at every send
+        yield pool
+    finally:
+        app.conf.task_default_queue = default_queue
+        pool.close()
+
+
+def assert_committed_once(project: Project, chapters: int) -> None:
+    """Chapters 1..N exist once each, the state moved one version per chapter and equals the replay
+    of its changelog, no run is still moving, and no LLM call was stored twice."""
+    numbers = list(Chapter.objects.filter(project=project).order_by("number").values_list("number", flat=True))
+    assert numbers == list(range(1, chapters + 1))
+    assert Chapter.objects.filter(project=project).count() == chapters
+    assert ChapterSummary.objects.filter(project=project).count() == chapters
+
+    changes = list(StateChange.objects.filter(project=project).order_by("state_version"))
+    assert len(changes) == chapters + 1  # the sample's initial delta, then one per chapter
+    assert [c.state_version for c in changes] == list(range(1, chapters + 2))
+    assert all(c.base_state_version == c.state_version - 1 for c in changes)
+    assert [c.chapter for c in changes[1:]] == list(range(1, chapters + 1))
+    assert {c.source for c in changes[1:]} == {"pipeline"}
+    state = StoryState.objects.get(project=project)
+    assert state.state_version == chapters + 1
+    assert replay([c.delta for c in changes]) == state.data
+
+    project = Project.objects.get(pk=project.pk)
+    assert project.last_completed_chapter == chapters
+    assert project.inflight_chapter is None
+    assert project.pipeline_stage == PipelineStage.COMMITTED
+    assert project.orchestrator_state == OrchestratorState.WRITING
+
+    runs = PipelineRun.objects.filter(project=project, kind=RunKind.CHAPTER).order_by("pk")
+    assert [(r.chapter, r.status) for r in runs] == [(n, RunStatus.DONE) for n in range(1, chapters + 1)]
+    assert not PipelineRun.objects.filter(project=project, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]).exists()
+    keys = list(LLMCall.objects.filter(run__project=project).values_list("call_key", flat=True))
+    assert keys and len(keys) == len(set(keys))
+
+
+def batch_done(project: Project, chapters: int):
+    def done() -> bool:
+        return (Chapter.objects.filter(project=project).count() >= chapters
+                and not PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES).exists())
+    return done
+
+
+# --- 1. a batch through a real worker -----------------------------------------------------------
+
+
+def test_ten_chapter_batch_commits_through_a_real_worker(workers):
+    project = writable_project(10)
+    worker = workers.start()
+    started = time.monotonic()
+    first = chapter_run_start(project_id=project.pk, batch_remaining=9)
+    assert first.chapter == 1 and first.status == RunStatus.QUEUED
+
+    wait_for(batch_done(project, 10), timeout=120, what="10 chapters committed by the worker",
+             diagnostics=workers.diagnostics(project))
+    elapsed = time.monotonic() - started
+
+    assert_committed_once(project, 10)
+    assert StoryState.objects.get(project=project).state_version == 1 + 10
+    assert StateChange.objects.filter(project=project, source="pipeline").count() == 10
+    # every chapter went through every stage (in the worker: this process only sends to the broker)
+    for run in PipelineRun.objects.filter(project=project):
+        succeeded = set(StageRun.objects.filter(run=run, status="succeeded").values_list("stage", flat=True))
+        assert set(STAGES) <= succeeded, (run.chapter, succeeded)
+    assert worker.proc.poll() is None, worker.log_tail()
+    print(f"\n10 chapters in {elapsed:.1f}s")
+
+
+# --- 2. SIGKILL in the middle of every stage kind ---------------------------------------------------
+
+SLOW_FINISH_SQL = """
+CREATE OR REPLACE FUNCTION novelsite_test_slow_finish() RETURNS trigger AS $$
+BEGIN
+    PERFORM pg_sleep({seconds});
+    RETURN NEW;
+END $$ LANGUAGE plpgsql;
+DROP TRIGGER IF EXISTS novelsite_test_slow_finish ON {table};
+CREATE TRIGGER novelsite_test_slow_finish BEFORE UPDATE ON {table} FOR EACH ROW
+    WHEN (NEW.stage IN ('commit', 'maintain') AND NEW.status = 'succeeded' AND OLD.status <> 'succeeded')
+    EXECUTE FUNCTION novelsite_test_slow_finish();
+"""
+
+
+def slow_finish(on: bool) -> None:
+    """commit and maintain make no LLM call; to kill them in the middle, the UPDATE that marks their
+    StageRun succeeded (inside the stage's final transaction: after the chapter rows for commit,
+    before the run advances) sleeps in PostgreSQL. A kill then leaves that transaction open, and
+    PostgreSQL rolls it back when it sees the connection gone."""
+    table = connection.ops.quote_name(StageRun._meta.db_table)
+    with connection.cursor() as cursor:
+        if on:
+            cursor.execute(SLOW_FINISH_SQL.format(seconds=SLOW_FINISH_SECONDS, table=table))
+        else:
+            cursor.execute(f"DROP TRIGGER IF EXISTS novelsite_test_slow_finish ON {table}; "
+                           "DROP FUNCTION IF EXISTS novelsite_test_slow_finish();")
+
+
+def stage_finishing_in_database() -> bool:
+    """A worker's connection is inside the slowed final transaction of commit or maintain."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND pid <> pg_backend_pid() AND wait_event = 'PgSleep' AND state = 'active'")
+        return cursor.fetchone()[0] > 0
+
+
+def running_at(project: Project, stage: str) -> PipelineRun | None:
+    run = PipelineRun.objects.filter(project=project, stage=stage, status=RunStatus.RUNNING).exclude(
+        lease_owner="").order_by("-pk").first()
+    if run is None or (stage in ("commit", "maintain") and not stage_finishing_in_database()):
+        return None
+    return run
+
+
+@pytest.fixture
+def slow_commit_and_maintain():
+    """Requested before ``workers``, so it is dropped after they are killed."""
+    slow_finish(True)
+    try:
+        yield
+    finally:
+        slow_finish(False)
+
+
+def test_worker_killed_in_every_stage_kind_still_commits_each_chapter_once(slow_commit_and_maintain, workers):
+    chapters = 3
+    project = writable_project(chapters)
+    offline = {"latency_ms": LLM_LATENCY_MS}
+    diagnostics = workers.diagnostics(project)
+    worker = workers.start(offline=offline)
+    started = time.monotonic()
+    chapter_run_start(project_id=project.pk, batch_remaining=chapters - 1)
+
+    kills = []
+    for index, stage in enumerate(STAGES):
+        # the reconciler runs all along, as beat would: it re-enqueues the killed worker's stage
+        # once its lease has expired (and, harmlessly, any run queued for a while)
+        run = wait_for(lambda: running_at(project, stage), timeout=60, what=f"a run in {stage}",
+                       every=runs_reconcile, diagnostics=diagnostics)
+        owner = run.lease_owner
+        assert worker.owns(lease_pid(owner)), f"{owner} is not a process of {worker.nodename}"
+        committed_before = Chapter.objects.filter(project=project).count()
+        state_before = StoryState.objects.get(project=project).state_version
+        worker.kill()
+
+        # killed in the middle: the stage did not finish, its lease is the dead worker's
+        run.refresh_from_db()
+        assert (run.stage, run.status, run.lease_owner) == (stage, RunStatus.RUNNING, owner)
+        assert Chapter.objects.filter(project=project).count() == committed_before
+        assert StoryState.objects.get(project=project).state_version == state_before
+        if stage == "commit":
+            assert not Chapter.objects.filter(project=project, number=run.chapter).exists()
+        kills.append((run.chapter, stage))
+
+        last = index == len(STAGES) - 1
+        if last:
+            slow_finish(False)
+        worker = workers.start(offline={} if last else offline)  # a fresh worker; the old one's message is lost
+
+    wait_for(batch_done(project, chapters), timeout=90, what="the batch to complete after the kills",
+             every=runs_reconcile, diagnostics=diagnostics)
+    elapsed = time.monotonic() - started
+    assert [stage for _chapter, stage in kills] == STAGES
+    assert_committed_once(project, chapters)
+    # every killed stage was claimed again and then succeeded (on the same chapter)
+    for chapter, stage in kills:
+        attempts = StageRun.objects.filter(run__project=project, run__chapter=chapter, stage=stage)
+        assert attempts.filter(status="succeeded").exists(), (chapter, stage)
+        assert attempts.count() >= 2, (chapter, stage)
+
+    # The killed workers' messages were never redelivered (the reconciler did the recovery): they
+    # are still unacknowledged. Deliver them now, as the broker will after its visibility timeout,
+    # with a duplicate of every stage of every run on top (a second reconciler, a resent wake-up):
+    # each finds its stage moved on and changes nothing.
+    from pipeline.tasks import stage_run_task
+
+    counts = (StageRun.objects.filter(run__project=project).count(), LLMCall.objects.count())
+    redelivered = broker_redeliver_unacked(workers.redis, workers.queue)
+    assert redelivered >= len(kills)
+    for run in PipelineRun.objects.filter(project=project):
+        for stage in STAGES:
+            stage_run_task.apply_async(kwargs={"run_id": run.pk, "stage": stage})
+    wait_for(lambda: workers.redis.llen(workers.queue) == 0
+             and broker_unacked_count(workers.redis, workers.queue) == 0,
+             timeout=30, what="the duplicates to be consumed and acknowledged", diagnostics=diagnostics)
+    assert (StageRun.objects.filter(run__project=project).count(), LLMCall.objects.count()) == counts
+    assert_committed_once(project, chapters)
+    print(f"\n{len(kills)} kills, {chapters} chapters in {elapsed:.1f}s; {redelivered} lost messages redelivered")
+
+
+# --- 3. concurrent starts ------------------------------------------------------------------------
+
+
+def test_concurrent_starts_never_put_two_chapters_in_flight(workers):
+    rounds = 3
+    project = writable_project(rounds)
+    diagnostics = workers.diagnostics(project)
+    workers.start(offline={"latency_ms": 300})  # a chapter takes seconds: the loser sees it in flight
+
+    for round_ in range(1, rounds + 1):
+        barrier = threading.Barrier(2)
+        outcomes: list[tuple[str, object]] = []
+
+        def start() -> None:
+            try:
+                barrier.wait(timeout=10)
+                run = chapter_run_start(project_id=project.pk)
+                outcomes.append(("started", run.chapter))
+            except PipelineBusy as exc:
+                outcomes.append(("busy", exc.extra.get("run_id")))
+            except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+                outcomes.append(("error", repr(exc)))
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=start) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert sorted(kind for kind, _ in outcomes) == ["busy", "started"], outcomes
+        assert ("started", round_) in outcomes
+        active = list(PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES))
+        assert [r.chapter for r in active] == [round_]
+        assert dict(outcomes)["busy"] == active[0].pk  # the loser was told which run holds the project
+
+        # while the worker writes it, a third start is refused too, and at no moment are two runs active
+        with pytest.raises(PipelineBusy):
+            chapter_run_start(project_id=project.pk)
+
+        def finished() -> bool:
+            assert PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES).count() <= 1
+            return Chapter.objects.filter(project=project, number=round_).exists() and not \
+                PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES).exists()
+
+        wait_for(finished, timeout=60, what=f"chapter {round_} committed", diagnostics=diagnostics)
+
+    assert_committed_once(project, rounds)
+    runs = list(PipelineRun.objects.filter(project=project).order_by("created_at"))
+    for earlier, later in zip(runs, runs[1:]):
+        assert earlier.finished_at is not None and earlier.finished_at <= later.created_at
+
+
+# --- 4. LLM faults ---------------------------------------------------------------------------------
+
+
+def test_batch_completes_through_retries_at_a_20_percent_fault_rate(workers):
+    chapters = 3
+    project = writable_project(chapters)
+    workers.start(offline={"faults": {"*": {"kind": "overloaded", "rate": 0.2}}}, retry_backoff=1)
+    chapter_run_start(project_id=project.pk, batch_remaining=chapters - 1)
+
+    wait_for(batch_done(project, chapters), timeout=120, what="the batch to complete through retries",
+             diagnostics=workers.diagnostics(project))
+    assert_committed_once(project, chapters)
+    failed = StageRun.objects.filter(run__project=project, status="failed")
+    assert failed.exists(), "no fault fired: the test proves nothing"
+    assert all("Overloaded" in error for error in failed.values_list("error", flat=True))
+    # each failure was recorded in the run's control zone and the retry got a fresh attempt
+    retried = sum(sum((Blackboard(r.blackboard).as_("orchestrator").read_control("retries") or {}).values())
+                  for r in PipelineRun.objects.filter(project=project))
+    assert retried == failed.count()
+
+
+def test_retries_spent_stop_the_run_in_error_retry_with_nothing_committed(workers):
+    project = writable_project(1)
+    diagnostics = workers.diagnostics(project)
+    worker = workers.start(offline={"faults": {"judge": {"kind": "overloaded", "rate": 1.0}}}, retry_backoff=1)
+    run = chapter_run_start(project_id=project.pk)
+
+    wait_for(lambda: PipelineRun.objects.filter(pk=run.pk, status=RunStatus.ERROR).exists(), timeout=90,
+             what="the run to stop in ERROR once its retries are spent", diagnostics=diagnostics)
+    run.refresh_from_db()
+    project.refresh_from_db()
+    assert project.orchestrator_state == OrchestratorState.ERROR_RETRY
+    assert run.stage == "judge" and "Overloaded" in run.error
+    assert StageRun.objects.filter(run=run, stage="judge", status="failed").count() == 1 + 5  # max_retries=5
+    control = Blackboard(run.blackboard).as_("orchestrator").read_control("error_retry")
+    assert control["stage"] == "judge"
+    # the draft, summary and refinement are staged on the run; nothing reached the story
+    assert Blackboard(run.blackboard).as_("skill").read_content("chapter", "draft")
+    assert not Chapter.objects.filter(project=project).exists()
+    assert not ChapterSummary.objects.filter(project=project).exists()
+    assert StoryState.objects.get(project=project).state_version == 1
+    assert StateChange.objects.filter(project=project).count() == 1
+    assert project.last_completed_chapter == 0
+    with pytest.raises(PipelineBusy):  # ERROR holds the project until someone retries or cancels
+        chapter_run_start(project_id=project.pk)
+
+    # once the fault is gone (a worker without it), a retry resumes at judge and commits once
+    worker.kill()
+    workers.start()
+    run_retry(run_id=run.pk)
+    wait_for(batch_done(project, 1), timeout=60, what="the retried run to commit", diagnostics=diagnostics)
+    assert_committed_once(project, 1)
