@@ -10,7 +10,7 @@ from pipeline.llm.types import LLMResult, Usage
 from pipeline.models import LLMCall
 
 
-def call_key(run_id: int, stage: str, attempt: int, sequence: int = 1) -> str:
+def call_key(run_id: int, stage: str, attempt: int, sequence: int | str = 1) -> str:
     return f"run{run_id}:{stage}:{attempt}:{sequence}"
 
 

@@ -694,3 +694,20 @@ def test_novel_write_json_prints_the_envelope():
     envelope = json.loads(out.getvalue())
     assert envelope == {"ok": True, "command": "write", "data": {
         "project": project.slug, "written": 2, "last_completed_chapter": 2, "waiting": [], "errors": []}}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_volume_end_folds_its_memory_into_one_volume_summary():
+    """At the last chapter of volume 1 the archives of that volume (including the one made in the
+    same maintenance step) are superseded by one volume summary, so later prompts carry one entry
+    for the whole volume."""
+    from projects.models import ArchivedSummary
+
+    project = project_with_contracts(31)
+    chapter_run_start(project_id=project.pk, batch_remaining=29)
+    live = list(ArchivedSummary.objects.filter(project=project, superseded=False).values_list(
+        "level", "chapter_start", "chapter_end"))
+    assert live == [("volume", 1, 30)]
+    assert ArchivedSummary.objects.filter(project=project, level="archive", superseded=True).count() == 5
+    keys = list(LLMCall.objects.filter(call_key__contains=":consolidate:").values_list("call_key", flat=True))
+    assert len(keys) == len(set(keys)) and any(k.endswith("volume-1-30") for k in keys)

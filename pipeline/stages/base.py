@@ -58,7 +58,7 @@ def llm_call(
     tags: Sequence[str],
     required_tags: Sequence[str],
     on_text: ProgressCallback | None = None,
-    sequence: int = 1,
+    sequence: int | str = 1,
     **spec_options: Any,
 ) -> CallContext:
     """One LLM call for ``stage``; the task block is the project's (or the default) template."""

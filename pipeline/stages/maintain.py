@@ -24,12 +24,15 @@ def _volume_range(ctx: ChapterContext) -> tuple[int, int]:
     return (min(numbers), max(numbers)) if numbers else (ctx.chapter, ctx.chapter)
 
 
-def _consolidate(claim: Claim, ctx: ChapterContext, plan: memory.Consolidation, sequence: int):
+def _consolidate(claim: Claim, ctx: ChapterContext, plan: memory.Consolidation):
     slice_ = {"summaries": plan.texts, "level": plan.level}
     blocks = [PromptBlock("role", "system", "你负责压缩连载小说的记忆。", required=True, cacheable=True),
               data_block("summaries", "summary", "\n---\n".join(plan.texts), required=True)]
     call = llm_call(claim, ctx, stage="consolidate", slice_=slice_, blocks=blocks, template="consolidate.j2",
-                    template_context=slice_, tags=["summary"], required_tags=["summary"], sequence=sequence)
+                    template_context=slice_, tags=["summary"], required_tags=["summary"],
+                    # keyed by what is consolidated, not by position: after a crash the plans are
+                    # recomputed, and a stored call must never answer for a different range
+                    sequence=f"{plan.level}-{plan.chapter_start}-{plan.chapter_end}")
     archived_summary_add(project=ctx.project, level=plan.level, chapter_start=plan.chapter_start,
                          chapter_end=plan.chapter_end, text=call.texts["summary"], volume_number=plan.volume_number,
                          supersedes=plan.supersedes)
@@ -51,7 +54,7 @@ def _style_drift(ctx: ChapterContext) -> None:
 def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) -> StageOutcome:
     """Each consolidation is stored as soon as it is made (idempotent per range), so a crash here
     repeats at most the call in progress."""
-    calls, sequence = [], 1
+    calls = []
     first, last = _volume_range(ctx)
     # Planned one after the other: at a volume's end the volume summary must see (and supersede)
     # the archive made just before it, or that archive stays live in every later prompt.
@@ -60,10 +63,9 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
         plans.append(lambda: memory.volume_due(ctx.project, ctx.volume, first, last))
     for due in plans:
         if (plan := due()) is not None:
-            calls.append(_consolidate(claim, ctx, plan, sequence))
-            sequence += 1
+            calls.append(_consolidate(claim, ctx, plan))
     if ctx.chapter == last and (synopsis := memory.synopsis_due(ctx.project)) is not None:
-        calls.append(_consolidate(claim, ctx, synopsis, sequence))
+        calls.append(_consolidate(claim, ctx, synopsis))
     _style_drift(ctx)
     board.as_("orchestrator").update_step_status("maintain", "completed")
     return StageOutcome(board.to_dict(), None, calls=calls)
