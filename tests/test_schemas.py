@@ -13,23 +13,8 @@ from projects.models import Character, Project
 from projects.serializer_fields import SchemaJSONSerializerField
 from projects.services.editing import story_object_update
 from projects.services.projects import project_create, project_update
+from tests.test_state_ops import SEED_STATE  # seed 000 §9.2 example, kept in one place
 
-SEED_STATE = {
-    "schema_version": 1,
-    "state_version": 47,
-    "last_updated_chapter": 47,
-    "characters": {
-        "lin-feng": {
-            "display_name": "林枫",
-            "location": "魔都",
-            "emotional_state": "决意",
-            "relationships": {"chen-lao": 50, "zhao-ming": -30},
-            "inventory": ["破碎魔杖", "密信"],
-        }
-    },
-    "world_state": {"ongoing_events": ["王国内战"], "time_marker": "第三年冬"},
-    "active_foreshadowing": ["ancient_prophecy", "betrayal_hint"],
-}
 SEED_EVAL = {
     "chapter": 47,
     "contract_verification": {"l1_checks": [], "l2_checks": [], "l3_checks": [], "ls_checks": [],
