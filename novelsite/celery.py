@@ -6,7 +6,7 @@ to configure itself while any exists, and ``manage.py check`` reports them too.
 """
 import os
 
-from celery import Celery
+from celery import Celery, signals
 from celery.app.defaults import NAMESPACES, flatten
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "novelsite.settings")
@@ -25,7 +25,9 @@ app = NovelsiteCelery("novelsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
-_KNOWN_CELERY_KEYS = frozenset(name for name, _option in flatten(NAMESPACES))
+# DB_REUSE_MAX is not a Celery option but a setting its Django fixup reads
+# (celery/fixups/django.py): how many tasks a worker process runs on one database connection.
+_KNOWN_CELERY_KEYS = frozenset(name for name, _option in flatten(NAMESPACES)) | {"db_reuse_max"}
 
 
 def unknown_celery_settings(settings_obj=None) -> list[str]:
@@ -48,3 +50,15 @@ def _refuse_unknown_settings() -> None:
             f"Unknown Celery setting(s): {', '.join(unknown)}. "
             "Check the spelling against https://docs.celeryq.dev/en/stable/userguide/configuration.html"
         )
+
+
+@signals.task_prerun.connect
+def _drop_unusable_db_connections(sender=None, **kwargs) -> None:
+    """With CELERY_DB_REUSE_MAX a worker keeps its connection across tasks; like a web request,
+    a task first drops a connection that is past CONN_MAX_AGE or broken (CONN_HEALTH_CHECKS).
+    Not in eager mode: the caller's transaction is still open there."""
+    if sender is not None and getattr(sender.request, "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()

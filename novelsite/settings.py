@@ -141,6 +141,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery's Django fixup closes the worker's database connection before and after every task
+# unless this is set, whatever CONN_MAX_AGE says: a stage would open a new PostgreSQL connection
+# (a backend with cold caches) each time. Reuse one for this many tasks; CONN_HEALTH_CHECKS
+# replaces a connection that died meanwhile.
+CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=200)
 CELERY_BEAT_SCHEDULE: dict = {
     "reconcile-runs": {"task": "pipeline.tasks.runs_reconcile_task", "schedule": 120.0},
 }

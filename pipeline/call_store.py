@@ -30,11 +30,11 @@ class DbCallStore:
                          backend=row.backend)
 
     def put(self, key: str, result: LLMResult, receipt: dict[str, Any]) -> None:
-        # autocommit: stored before the stage advances, so it survives a crash of this worker
-        LLMCall.objects.get_or_create(call_key=key, defaults={
-            "run_id": self.run_id, "stage_run_id": self.stage_run_id, "backend": result.backend,
-            "model": result.model, "request_sha256": receipt.get("prompt_sha256", ""),
-            "output_text": result.text, "stop_reason": result.stop_reason, "usage": result.usage.as_dict(),
-            "cost_usd": Decimal(result.cost_usd), "duration_ms": result.duration_ms,
-            "request_id": result.request_id,
-        })
+        # autocommit: stored before the stage advances, so it survives a crash of this worker. A
+        # twin that stored the same key first wins (one INSERT, no savepoint: this is a hot path).
+        LLMCall.objects.bulk_create([LLMCall(
+            call_key=key, run_id=self.run_id, stage_run_id=self.stage_run_id, backend=result.backend,
+            model=result.model, request_sha256=receipt.get("prompt_sha256", ""), output_text=result.text,
+            stop_reason=result.stop_reason, usage=result.usage.as_dict(), cost_usd=Decimal(result.cost_usd),
+            duration_ms=result.duration_ms, request_id=result.request_id,
+        )], ignore_conflicts=True)

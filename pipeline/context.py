@@ -9,7 +9,7 @@ for a character back after a long absence the summary of their last appearance.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pipeline.plan_validation import outline_blocks, outline_value
@@ -171,3 +171,32 @@ def chapter_context(project: Project, chapter: int) -> ChapterContext:
 
 def all_blacklist_words(blacklist: dict) -> list[str]:
     return _blacklist_words(blacklist)
+
+
+# --- one read per chapter run ---------------------------------------------------------------------
+# The context is built when the draft stage runs and kept on the run (``PipelineRun.context``);
+# summarize, refine, judge and maintain restore it from there instead of re-reading the story. That
+# is also the right context for them: the one the chapter was drafted against. Nothing the pipeline
+# writes before commit changes it, and a person's edit of the state meanwhile is caught at commit
+# (stale base_state_version), which clears the snapshot so that summarize reads the new state.
+
+SNAPSHOT_VERSION = 1  # bump when ChapterContext changes shape: older snapshots are then rebuilt
+_TUPLE_LISTS = ("recent_summaries", "recall")
+
+
+def context_snapshot(ctx: ChapterContext) -> dict[str, Any]:
+    """Everything but the project row, as JSON."""
+    data = {f.name: getattr(ctx, f.name) for f in fields(ctx) if f.name != "project"}
+    data["cast"] = [asdict(member) for member in ctx.cast]
+    return {"v": SNAPSHOT_VERSION, **data}
+
+
+def context_restore(project: Project, snapshot: dict[str, Any]) -> ChapterContext | None:
+    """The context kept by ``context_snapshot``; None when there is none or it is of another shape."""
+    if not snapshot or snapshot.get("v") != SNAPSHOT_VERSION:
+        return None
+    data = {key: value for key, value in snapshot.items() if key != "v"}
+    data["cast"] = [CastMember(**member) for member in data["cast"]]
+    for name in _TUPLE_LISTS:
+        data[name] = [tuple(item) for item in data[name]]
+    return ChapterContext(project=project, **data)

@@ -48,6 +48,9 @@ class PipelineRun(models.Model):
     status = models.CharField(max_length=10, choices=RunStatus, default=RunStatus.QUEUED)
     stage = models.CharField(max_length=32, blank=True, help_text="The step this run is at.")
     blackboard = SchemaJSONField(schema_name="BLACKBOARD", default=empty_blackboard, editor="raw")
+    # A chapter run's story context as its draft read it (pipeline.context.context_snapshot): the
+    # later stages restore it instead of re-reading the story. Empty: not built yet, or cleared.
+    context = models.JSONField(default=dict, blank=True, editable=False)
     lease_owner = models.CharField(max_length=64, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     attempt = models.PositiveSmallIntegerField(default=0)

@@ -7,7 +7,7 @@ import logging
 
 from pipeline import progress
 from pipeline.blackboard import Blackboard
-from pipeline.context import chapter_context
+from pipeline.context import ChapterContext, chapter_context, context_restore, context_snapshot
 from pipeline.errors import LeaseLost
 from pipeline.llm.types import LLMError
 from pipeline.runs import new_lease_owner, run_mark_error, stage_claim, stage_complete, stage_fail
@@ -41,8 +41,10 @@ def stage_run(*, run_id: int, stage: str) -> None:
                            "committed": committed})
             return
         module = CHAPTER_STAGES[stage]
-        ctx = chapter_context(Project.objects.get(pk=claim.project_id), claim.chapter)
+        ctx, fresh = _stage_context(claim)
         outcome = module.execute(claim, ctx, Blackboard(claim.blackboard), on_text=on_text)
+        if fresh:
+            outcome.context = context_snapshot(ctx)
         if stage == "maintain":
             maintain.maintain_finish(claim=claim, outcome=outcome)
         else:
@@ -59,6 +61,15 @@ def stage_run(*, run_id: int, stage: str) -> None:
     except Exception as exc:  # a bug or bad data: record it on the run before the task fails
         stage_fail(claim=claim, error=exc)
         raise
+
+
+def _stage_context(claim) -> tuple[ChapterContext, bool]:
+    """The story as this chapter sees it, and whether it was read afresh. The draft always reads
+    it (a revision must see what people changed meanwhile); later stages restore the run's snapshot."""
+    project = Project.objects.get(pk=claim.project_id)
+    if claim.stage != "draft" and (kept := context_restore(project, claim.context)) is not None:
+        return kept, False
+    return chapter_context(project, claim.chapter), True
 
 
 def stage_run_failed(*, run_id: int, stage: str | None, error: BaseException) -> None:

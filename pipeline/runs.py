@@ -13,7 +13,7 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -105,6 +105,8 @@ class Claim:
     stage_run_id: int
     chapter: int | None
     blackboard: dict[str, Any]
+    context: dict[str, Any] = field(default_factory=dict)  # the run's context snapshot, if any
+    started_at: datetime | None = None  # when the stage run was claimed
 
 
 @transaction.atomic(durable=True)
@@ -128,12 +130,14 @@ def stage_claim(*, run_id: int, stage: str, owner: str) -> Claim | None:
     # execution of the stage that finished (a failure, or a success the run later came back to:
     # a revision, a polish pass, a stale delta, a run_retry) and the same only when the previous
     # execution never finished (its worker died), so that the redelivery reuses the stored call.
-    attempt = StageRun.objects.filter(run=run, stage=stage, status__in=("succeeded", "failed")).count() + 1
-    # an earlier execution that never finished lost its worker: say so instead of "running" forever
-    StageRun.objects.filter(run=run, stage=stage, status="running").update(status="abandoned",
-                                                                           error="worker lost; stage re-claimed")
+    earlier = list(StageRun.objects.filter(run=run, stage=stage).values_list("pk", "status"))
+    attempt = sum(status in ("succeeded", "failed") for _pk, status in earlier) + 1
+    if lost := [pk for pk, status in earlier if status == "running"]:
+        # an earlier execution that never finished lost its worker: say so instead of "running" forever
+        StageRun.objects.filter(pk__in=lost).update(status="abandoned", error="worker lost; stage re-claimed")
     stage_run = StageRun.objects.create(run=run, stage=stage, attempt=attempt)
-    return Claim(run.pk, project_id, stage, owner, attempt, stage_run.pk, run.chapter, run.blackboard)
+    return Claim(run.pk, project_id, stage, owner, attempt, stage_run.pk, run.chapter, run.blackboard, run.context,
+                 stage_run.started_at)
 
 
 def _holding(run: PipelineRun, claim: Claim) -> None:
@@ -153,33 +157,38 @@ class StageOutcome:
     model: str = ""
     backend: str = ""
     question: dict[str, Any] | None = None  # a NOVEL_ASK gate to open: step, topic, spec, answer_path
+    context: dict[str, Any] | None = None  # a new context snapshot for the run ({} clears it); None keeps it
 
 
-def stage_usage(stage_run: StageRun, calls: list[Any]) -> None:
-    """Add up the tokens, cost and receipts of the stage's LLM calls on its StageRun row."""
+def stage_usage(calls: list[Any]) -> dict[str, Any]:
+    """The tokens, cost and receipts of a stage's LLM calls, as StageRun fields."""
+    usage = {"input_tokens": 0, "output_tokens": 0, "cache_creation_tokens": 0, "cache_read_tokens": 0,
+             "cost_usd": Decimal(0)}
     receipts = []
     for ctx in calls:
-        usage = ctx.result.usage
-        stage_run.input_tokens += usage.input_tokens
-        stage_run.output_tokens += usage.output_tokens
-        stage_run.cache_creation_tokens += usage.cache_creation_input_tokens
-        stage_run.cache_read_tokens += usage.cache_read_input_tokens
-        stage_run.cost_usd += Decimal(ctx.result.cost_usd)
-        stage_run.backend, stage_run.model = ctx.backend, ctx.model
+        result = ctx.result
+        usage["input_tokens"] += result.usage.input_tokens
+        usage["output_tokens"] += result.usage.output_tokens
+        usage["cache_creation_tokens"] += result.usage.cache_creation_input_tokens
+        usage["cache_read_tokens"] += result.usage.cache_read_input_tokens
+        usage["cost_usd"] += Decimal(result.cost_usd)
+        usage["backend"], usage["model"] = ctx.backend, ctx.model
         receipts.append(ctx.receipt())
     if receipts:
-        stage_run.receipt = receipts[0] if len(receipts) == 1 else {**receipts[-1], "calls": receipts}
+        usage["receipt"] = receipts[0] if len(receipts) == 1 else {**receipts[-1], "calls": receipts}
+    return usage
 
 
 def apply_outcome(run: PipelineRun, claim: Claim, outcome: StageOutcome) -> None:
     """Write a stage's outcome; the caller holds the project and run locks."""
     now = timezone.now()
-    stage_run = StageRun.objects.get(pk=claim.stage_run_id)
-    stage_usage(stage_run, outcome.calls)
-    stage_run.status, stage_run.finished_at = "succeeded", now
-    stage_run.duration_ms = int((now - stage_run.started_at).total_seconds() * 1000)
-    stage_run.save()
+    started = claim.started_at or now
+    StageRun.objects.filter(pk=claim.stage_run_id).update(
+        status="succeeded", finished_at=now, duration_ms=int((now - started).total_seconds() * 1000),
+        **stage_usage(outcome.calls))
     run.blackboard = outcome.blackboard
+    if outcome.context is not None:
+        run.context = outcome.context
     run.stage = outcome.next_stage or run.stage
     run.status = outcome.status if outcome.next_stage else RunStatus.DONE
     run.attempt, run.lease_owner, run.lease_expires_at, run.error = 0, "", None, ""

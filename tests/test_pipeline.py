@@ -454,6 +454,27 @@ def test_a_state_change_between_summarize_and_commit_sends_the_run_back_to_summa
     assert summarize_calls.values("call_key").distinct().count() == 2  # the second summary was asked for, not replayed
 
 
+def test_the_story_is_read_once_per_draft_and_the_later_stages_reuse_it(wakeups, monkeypatch):
+    from pipeline import orchestrator
+
+    reads = []
+    real = orchestrator.chapter_context
+    monkeypatch.setattr(orchestrator, "chapter_context", lambda project, chapter: reads.append(chapter) or
+                        real(project, chapter))
+    project = project_with_contracts(3)
+    run = chapter_run_start(project_id=project.pk)
+    wakeups.run_until("refine")
+    run.refresh_from_db()
+    assert (run.context["chapter"], run.context["state_version"]) == (1, 1)
+    assert "lin-feng" in [member["slug"] for member in run.context["cast"]]
+
+    PipelineRun.objects.filter(pk=run.pk).update(context={"v": -1})  # kept by an older release: re-read
+    wakeups.run_until("maintain")
+    wakeups.step()
+    assert reads == [1, 1]
+    assert story_rows(project, 1) == {k: 1 for k in NO_ROWS}
+
+
 # --- 4. LLM faults ---------------------------------------------------------------------------------
 
 

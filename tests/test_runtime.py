@@ -56,6 +56,7 @@ print(json.dumps({
         "soft_time_limit": s.CELERY_TASK_SOFT_TIME_LIMIT,
         "time_limit": s.CELERY_TASK_TIME_LIMIT,
         "visibility_timeout": s.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"],
+        "db_reuse_max": s.CELERY_DB_REUSE_MAX,
     },
     "app": {
         "always_eager": c.task_always_eager,
@@ -67,6 +68,7 @@ print(json.dumps({
         "soft_time_limit": c.task_soft_time_limit,
         "time_limit": c.task_time_limit,
         "visibility_timeout": c.broker_transport_options["visibility_timeout"],
+        "db_reuse_max": c.get("CELERY_DB_REUSE_MAX"),  # the key Celery's Django fixup reads
     },
 }, default=str))
 """
@@ -189,6 +191,12 @@ def test_celery_crash_safety_settings_reach_the_app(config_name, request):
         assert c["soft_time_limit"] < c["time_limit"], view
         assert c["visibility_timeout"] > c["time_limit"] + config["NOVELSITE_MAX_RETRY_COUNTDOWN"], view
     assert config["settings"] == config["app"]
+
+
+@pytest.mark.parametrize("config_name", ["default_config", "deployed_config"])
+def test_workers_keep_their_database_connection_between_tasks(config_name, request):
+    # Without it Celery's Django fixup opens a new connection for every stage of every chapter.
+    assert request.getfixturevalue(config_name)["app"]["db_reuse_max"] >= 50
 
 
 def test_visibility_timeout_follows_the_environment(deployed_config):

@@ -66,7 +66,8 @@ def chapter_commit(*, claim: Claim) -> bool:
             chapter_commit_story(project=project, staged=staged_chapter(run, board))
     except StalePatch as exc:
         board.as_("orchestrator").append_error("commit", "stale_state_version", exc.message)
-        apply_outcome(run, claim, StageOutcome(board.to_dict(), "summarize",
+        # the kept context holds the old state: summarize must read the current one
+        apply_outcome(run, claim, StageOutcome(board.to_dict(), "summarize", context={},
                                                checkpoint={"pipeline_stage": PipelineStage.DRAFTING}))
         return False
     board.as_("orchestrator").update_step_status("commit", "completed")
