@@ -15,10 +15,14 @@ def call_key(run_id: int, stage: str, attempt: int, sequence: int | str = 1) -> 
 
 
 class DbCallStore:
-    def __init__(self, *, run_id: int, stage_run_id: int | None) -> None:
-        self.run_id, self.stage_run_id = run_id, stage_run_id
+    def __init__(self, *, run_id: int, stage_run_id: int | None, lookup: bool = True) -> None:
+        # lookup=False: this attempt never ran before (no worker died in it), so none of its keys
+        # can be stored yet and the lookups are skipped
+        self.run_id, self.stage_run_id, self.lookup = run_id, stage_run_id, lookup
 
     def get(self, key: str) -> LLMResult | None:
+        if not self.lookup:
+            return None
         row = LLMCall.objects.filter(call_key=key).first()
         if row is None:
             return None

@@ -66,7 +66,7 @@ def stage_run(*, run_id: int, stage: str) -> None:
 def _stage_context(claim) -> tuple[ChapterContext, bool]:
     """The story as this chapter sees it, and whether it was read afresh. The draft always reads
     it (a revision must see what people changed meanwhile); later stages restore the run's snapshot."""
-    project = Project.objects.get(pk=claim.project_id)
+    project = claim.project or Project.objects.get(pk=claim.project_id)
     if claim.stage != "draft" and (kept := context_restore(project, claim.context)) is not None:
         return kept, False
     return chapter_context(project, claim.chapter), True

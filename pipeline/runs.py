@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from pipeline.blackboard import Blackboard
 from pipeline.errors import LeaseLost, PipelineBusy, PipelineNotReady
-from pipeline.lock_objects import run_lock
+from pipeline.lock_objects import project_lock_of_run, run_lock
 from pipeline.models import (
     ACTIVE_RUN_STATUSES,
     GateQuestion,
@@ -34,7 +34,7 @@ from pipeline.models import (
     StageRun,
 )
 from pipeline.queueing import enqueue_stage
-from projects.lock_objects import project_lock
+from projects.lock_objects import project_lock, project_lock_id
 from projects.models import OrchestratorState, PipelineStage, Project
 
 WRITABLE_STATES = (OrchestratorState.WRITING, OrchestratorState.CHAPTER_REWRITE)
@@ -107,16 +107,18 @@ class Claim:
     blackboard: dict[str, Any]
     context: dict[str, Any] = field(default_factory=dict)  # the run's context snapshot, if any
     started_at: datetime | None = None  # when the stage run was claimed
+    resumed: bool = False  # an earlier execution of this attempt lost its worker: its LLM calls may be stored
+    project: Project | None = None  # the project row as read under the claim's lock
 
 
 @transaction.atomic(durable=True)
 def stage_claim(*, run_id: int, stage: str, owner: str) -> Claim | None:
     """Take the run's lease for ``stage``, or None when this task has nothing to do (the run moved
     on, was cancelled, or another worker holds a live lease)."""
-    project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
-    if project_id is None:
+    project = project_lock_of_run(run_id)
+    if project is None:
         return None
-    project_lock(project_id)
+    project_id = project.pk
     run = run_lock(run_id)
     now = timezone.now()
     if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING) or run.stage != stage:
@@ -137,7 +139,7 @@ def stage_claim(*, run_id: int, stage: str, owner: str) -> Claim | None:
         StageRun.objects.filter(pk__in=lost).update(status="abandoned", error="worker lost; stage re-claimed")
     stage_run = StageRun.objects.create(run=run, stage=stage, attempt=attempt)
     return Claim(run.pk, project_id, stage, owner, attempt, stage_run.pk, run.chapter, run.blackboard, run.context,
-                 stage_run.started_at)
+                 stage_run.started_at, resumed=bool(lost), project=project)
 
 
 def _holding(run: PipelineRun, claim: Claim) -> None:
@@ -205,8 +207,8 @@ def apply_outcome(run: PipelineRun, claim: Claim, outcome: StageOutcome) -> None
 
 @transaction.atomic(durable=True)
 def stage_complete(*, claim: Claim, outcome: StageOutcome) -> None:
-    project_lock(claim.project_id)
-    run = run_lock(claim.run_id)
+    project_lock_id(claim.project_id)
+    run = run_lock(claim.run_id, with_context=False)
     _holding(run, claim)
     apply_outcome(run, claim, outcome)
 
@@ -215,8 +217,8 @@ def stage_complete(*, claim: Claim, outcome: StageOutcome) -> None:
 def stage_fail(*, claim: Claim, error: BaseException) -> bool:
     """Record a failed attempt and release the lease so a retry can claim it. False if the run had
     already moved on (then the failure does not matter)."""
-    project_lock(claim.project_id)
-    run = run_lock(claim.run_id)
+    project_lock_id(claim.project_id)
+    run = run_lock(claim.run_id, with_context=False)
     if run.stage != claim.stage or run.lease_owner != claim.owner:
         return False
     board = Blackboard(run.blackboard)

@@ -20,6 +20,12 @@ def project_lock(project_id: int) -> Project:
     return Project.objects.select_for_update(of=("self",)).get(pk=project_id)
 
 
+def project_lock_id(project_id: int) -> None:
+    """The same lock as ``project_lock`` without loading the row: for callers that only need to
+    hold it (the pipeline's stage transactions), so its JSON columns are not decoded each time."""
+    list(Project.objects.select_for_update(of=("self",)).filter(pk=project_id).values_list("pk"))
+
+
 def story_state_lock(project: Project) -> StoryState:
     """The project's state row, created empty (seed 000 / facts §7.4 initial state) on first use.
     The caller must hold the project lock, which makes the create race-free."""

@@ -165,7 +165,9 @@ def test_ten_chapter_batch_commits_through_a_real_worker(workers):
     # every chapter went through every stage (in the worker: this process only sends to the broker)
     for run in PipelineRun.objects.filter(project=project):
         succeeded = set(StageRun.objects.filter(run=run, status="succeeded").values_list("stage", flat=True))
-        assert set(STAGES) <= succeeded, (run.chapter, succeeded)
+        # maintenance only where it has work: style drift at 5 and 10, the archive at 10
+        expected = set(STAGES) if run.chapter % 5 == 0 else set(STAGES) - {"maintain"}
+        assert succeeded == expected, (run.chapter, succeeded)
     assert worker.proc.poll() is None, worker.log_tail()
     print(f"\n10 chapters in {elapsed:.1f}s")
 

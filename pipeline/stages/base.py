@@ -71,7 +71,8 @@ def llm_call(
         seed_key=f"{ctx.project.slug}:{ctx.chapter}:{stage}:{claim.attempt}:{sequence}", on_text=on_text,
         **spec_options,
     )
-    return run_call(spec, store=DbCallStore(run_id=claim.run_id, stage_run_id=claim.stage_run_id))
+    return run_call(spec, store=DbCallStore(run_id=claim.run_id, stage_run_id=claim.stage_run_id,
+                                            lookup=claim.resumed))
 
 
 def cast_slice(ctx: ChapterContext) -> list[dict[str, str]]:

@@ -10,6 +10,7 @@ from pipeline.blackboard import Blackboard
 from pipeline.lock_objects import run_lock
 from pipeline.models import StageRun
 from pipeline.runs import Claim, StageOutcome, _holding, apply_outcome
+from pipeline.stages.maintain import batch_continue, maintenance_due
 from projects.lock_objects import project_lock
 from projects.models import PipelineStage
 from projects.services.chapter_commit import StagedChapter, chapter_commit_story
@@ -58,7 +59,7 @@ def chapter_commit(*, claim: Claim) -> bool:
     """True when the chapter was committed; False when the delta was stale and the run went back
     to summarize."""
     project = project_lock(claim.project_id)
-    run = run_lock(claim.run_id)
+    run = run_lock(claim.run_id, with_context=False)
     _holding(run, claim)
     board = Blackboard(run.blackboard)
     try:
@@ -70,6 +71,12 @@ def chapter_commit(*, claim: Claim) -> bool:
         apply_outcome(run, claim, StageOutcome(board.to_dict(), "summarize", context={},
                                                checkpoint={"pipeline_stage": PipelineStage.DRAFTING}))
         return False
-    board.as_("orchestrator").update_step_status("commit", "completed")
-    apply_outcome(run, claim, StageOutcome(board.to_dict(), "maintain"))
+    orchestrator = board.as_("orchestrator")
+    orchestrator.update_step_status("commit", "completed")
+    if maintenance_due(project_id=project.pk, chapter=run.chapter, volume=run.volume_number):
+        apply_outcome(run, claim, StageOutcome(board.to_dict(), "maintain"))
+        return True
+    orchestrator.update_step_status("maintain", "skipped")
+    apply_outcome(run, claim, StageOutcome(board.to_dict(), None))  # the run is done
+    batch_continue(run)
     return True

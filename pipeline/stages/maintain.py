@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Max
 
 from pipeline import memory
 from pipeline.blackboard import Blackboard
@@ -12,8 +13,8 @@ from pipeline.jacquard.skein import PromptBlock
 from pipeline.lock_objects import run_lock
 from pipeline.runs import Claim, StageOutcome, _chapter_run_create, _holding, apply_outcome
 from pipeline.stages.base import data_block, llm_call
-from projects.lock_objects import project_lock
-from projects.models import Project
+from projects.lock_objects import project_lock_id
+from projects.models import ArchivedSummary, ChapterContract, Project
 from projects.services.memory import archived_summary_add, project_style_drift_set
 
 DRIFT_EVERY = 5  # facts §13: every 5 chapters (last_completed % 5 == 0)
@@ -71,19 +72,39 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     return StageOutcome(board.to_dict(), None, calls=calls)
 
 
+def maintenance_due(*, project_id: int, chapter: int, volume: int) -> bool:
+    """Whether ``execute`` has anything to do once ``chapter`` is committed: style drift every 5
+    chapters, an archive due (seed 002), or the volume's end (its summary, maybe the synopsis).
+    The commit asks, and finishes the run itself when nothing is due (most chapters): a stage
+    hop for nothing costs as much as a small stage."""
+    if chapter % DRIFT_EVERY == 0:
+        return True
+    archived_until = ArchivedSummary.objects.filter(project_id=project_id).aggregate(end=Max("chapter_end"))["end"]
+    if chapter - (archived_until or 0) >= memory.ARCHIVE_TRIGGER:
+        return True
+    later = ChapterContract.objects.filter(project_id=project_id, volume__number=volume, chapter__gt=chapter)
+    return not later.exists()
+
+
 @transaction.atomic(durable=True)
 def maintain_finish(*, claim: Claim, outcome: StageOutcome) -> int | None:
     """End the run; in a batch, start the next chapter in the same transaction. Returns its run id."""
-    project = project_lock(claim.project_id)
-    run = run_lock(claim.run_id)
+    project_lock_id(claim.project_id)
+    run = run_lock(claim.run_id, with_context=False)
     _holding(run, claim)
     apply_outcome(run, claim, outcome)
+    return batch_continue(run)
+
+
+def batch_continue(run) -> int | None:
+    """After a chapter run finished: in a batch, start the next chapter (same transaction; the
+    caller holds the project lock). Returns the new run's id, or None when the batch stops."""
     remaining = Blackboard(run.blackboard).as_("slicer").read_meta("batch_remaining") or 0
     if remaining <= 0:
         return None
     try:
         with transaction.atomic():
-            project = Project.objects.get(pk=project.pk)
+            project = Project.objects.get(pk=run.project_id)
             return _chapter_run_create(project, user=run.created_by, batch_remaining=remaining - 1).pk
     except (PipelineBusy, PipelineNotReady):
         return None  # the end of the planned volume, or someone else started something: the batch stops
