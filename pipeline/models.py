@@ -56,6 +56,8 @@ class PipelineRun(models.Model):
     attempt = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    batch = models.ForeignKey("BatchRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs",
+                              help_text="The nightly batch this run belongs to, if any.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -205,3 +207,56 @@ class PromptTemplate(EditVersioned):
         errors = prompt_template_errors(self.name, self.source)
         if errors:
             raise ValidationError({"source" if self.name in template_names() else "name": errors})
+
+
+class StateTransition(models.Model):
+    """One move of a project's orchestrator state (facts §4): from where to where, why, and who or
+    what caused it (a user, or the run whose step moved it)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="state_transitions")
+    from_state = models.CharField(max_length=20)
+    to_state = models.CharField(max_length=20)
+    reason = models.CharField(max_length=300, blank=True)
+    run = models.ForeignKey(PipelineRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "created_at", "pk"]
+        indexes = [models.Index(fields=["project", "created_at"], name="transition_project_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.from_state} → {self.to_state}"
+
+
+class BatchStatus(models.TextChoices):
+    RUNNING = "running"
+    DONE = "done"  # wrote what it was asked to
+    STOPPED = "stopped"  # stopped early: a gate, an error, the end of the plan or the cost cap (see stop_reason)
+    SKIPPED = "skipped"  # nothing to write (not writable, busy)
+
+
+class BatchRun(models.Model):
+    """One night's autopilot batch of one project: unique per project and date, so a beat that
+    fires twice (or a restarted scheduler) never writes the night's chapters twice."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="batches")
+    date = models.DateField(help_text="The night it belongs to, in TIME_ZONE.")
+    status = models.CharField(max_length=10, choices=BatchStatus, default=BatchStatus.RUNNING)
+    chapters_requested = models.PositiveSmallIntegerField(default=0)
+    first_chapter = models.PositiveIntegerField(null=True, blank=True)
+    chapters_written = models.PositiveSmallIntegerField(default=0)
+    cost_cap_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    stop_reason = models.CharField(max_length=200, blank=True)
+    summary = models.JSONField(default=dict, blank=True, help_text="The morning summary: chapters, cost, gates.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["project", "-date"]
+        constraints = [models.UniqueConstraint(fields=["project", "date"], name="batchrun_unique_night")]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} {self.date} ({self.status})"

@@ -32,6 +32,7 @@ from pipeline.models import (
     RunKind,
     RunStatus,
     StageRun,
+    StateTransition,
 )
 from pipeline.queueing import enqueue_stage
 from projects.lock_objects import project_lock, project_lock_id
@@ -48,8 +49,19 @@ def new_lease_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def checkpoint_update(project_id: int, **fields: Any) -> None:
-    """Move the checkpoint with update(): the pipeline's moves are not human edits for the history."""
+def checkpoint_update(project_id: int, *, reason: str = "", run: PipelineRun | None = None, actor=None,
+                      from_state: str | None = None, **fields: Any) -> None:
+    """Move the checkpoint with update(): the pipeline's moves are not human edits for the history.
+    A change of ``orchestrator_state`` is recorded as a StateTransition with ``reason``, the run and
+    the person behind it; ``from_state`` (the state the caller read under the project lock) saves
+    re-reading it. The caller holds the project lock."""
+    to_state = fields.get("orchestrator_state")
+    if to_state is not None:
+        if from_state is None:
+            from_state = Project.objects.filter(pk=project_id).values_list("orchestrator_state", flat=True).first()
+        if from_state != to_state:
+            StateTransition.objects.create(project_id=project_id, from_state=from_state or "", to_state=to_state,
+                                           reason=reason[:300], run=run, actor=actor)
     Project.objects.filter(pk=project_id).update(last_checkpoint_time=timezone.now(), **fields)
 
 
@@ -86,7 +98,9 @@ def _chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0
     run = PipelineRun.objects.create(project=project, kind=RunKind.CHAPTER, chapter=chapter,
                                      volume_number=contract.volume.number, status=RunStatus.QUEUED, stage="draft",
                                      blackboard=board.to_dict(), created_by=user)
-    checkpoint_update(project.pk, inflight_chapter=chapter, pipeline_stage=PipelineStage.DRAFTING, revision_count=0,
+    checkpoint_update(project.pk, reason=f"chapter {chapter} started", run=run, actor=user,
+                      from_state=project.orchestrator_state,
+                      inflight_chapter=chapter, pipeline_stage=PipelineStage.DRAFTING, revision_count=0,
                       orchestrator_state=OrchestratorState.WRITING, current_volume=contract.volume.number)
     enqueue_stage(run.pk, "draft")
     return run
@@ -256,11 +270,23 @@ def run_mark_error(*, run_id: int, error: str, stage: str | None = None) -> None
     run.blackboard, run.status, run.error = board.to_dict(), RunStatus.ERROR, error[:2000]
     run.lease_owner, run.lease_expires_at = "", None
     run.save()
-    checkpoint_update(project_id, orchestrator_state=OrchestratorState.ERROR_RETRY)
+    checkpoint_update(project_id, orchestrator_state=OrchestratorState.ERROR_RETRY, run=run,
+                      reason=f"{run.stage}: retries spent: {error[:200]}")
+
+
+RUN_KIND_STATES = {  # the orchestrator state a run of each kind works in
+    RunKind.CHAPTER: OrchestratorState.WRITING, RunKind.REWRITE: OrchestratorState.CHAPTER_REWRITE,
+    RunKind.QUICKSTART: OrchestratorState.QUICK_START, RunKind.PLAN: OrchestratorState.VOL_PLANNING,
+    RunKind.REVIEW: OrchestratorState.VOL_REVIEW,
+}
+
+
+def _resume_state(run: PipelineRun) -> str:
+    return RUN_KIND_STATES.get(run.kind, OrchestratorState.WRITING)
 
 
 @transaction.atomic(durable=True)
-def run_retry(*, run_id: int) -> PipelineRun:
+def run_retry(*, run_id: int, user=None) -> PipelineRun:
     """Resume a run stopped in ERROR from the stage it failed in (a fresh set of retries)."""
     project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
     if project_id is None:
@@ -271,14 +297,16 @@ def run_retry(*, run_id: int) -> PipelineRun:
         raise PipelineNotReady(f"run {run.pk} is {run.status}, not in error")
     run.status, run.attempt, run.error = RunStatus.QUEUED, 0, ""
     run.save()
-    checkpoint_update(project_id, orchestrator_state=OrchestratorState.WRITING)
+    checkpoint_update(project_id, orchestrator_state=_resume_state(run), run=run, actor=user,
+                      reason=f"retry of {run.stage}")
     enqueue_stage(run.pk, run.stage)
     return run
 
 
 @transaction.atomic(durable=True)
-def run_cancel(*, run_id: int) -> None:
-    """Stop a run; its staged work is dropped and the project is idle again."""
+def run_cancel(*, run_id: int, user=None) -> None:
+    """Stop a run; its staged work is dropped and the project is idle again (a chapter run's
+    project is back in WRITING; other runs leave the state where their step would start again)."""
     project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
     if project_id is None:
         return
@@ -288,8 +316,12 @@ def run_cancel(*, run_id: int) -> None:
         return
     run.status, run.finished_at, run.lease_owner, run.lease_expires_at = RunStatus.CANCELLED, timezone.now(), "", None
     run.save()
-    checkpoint_update(project_id, inflight_chapter=None, pipeline_stage=PipelineStage.COMMITTED, revision_count=0,
-                      orchestrator_state=OrchestratorState.WRITING)
+    if run.kind in (RunKind.CHAPTER, RunKind.REWRITE):
+        checkpoint_update(project_id, inflight_chapter=None, pipeline_stage=PipelineStage.COMMITTED, revision_count=0,
+                          orchestrator_state=OrchestratorState.WRITING, run=run, actor=user, reason="run cancelled")
+    else:
+        checkpoint_update(project_id, orchestrator_state=_resume_state(run), run=run, actor=user,
+                          reason="run cancelled")
 
 
 def runs_reconcile(*, stale_after_seconds: int | None = None) -> list[int]:

@@ -33,7 +33,7 @@ def worker_ping_task(token: str) -> None:
 
 
 def _stage_run_failure(self, exc, task_id, args, kwargs, einfo) -> None:
-    from pipeline.orchestrator import stage_run_failed
+    from pipeline.stage_runner import stage_run_failed
 
     stage_run_failed(run_id=kwargs["run_id"], stage=kwargs.get("stage"), error=exc)  # ERROR_RETRY, retryable from the UI
 
@@ -45,8 +45,8 @@ def _stage_run_failure(self, exc, task_id, args, kwargs, einfo) -> None:
 def stage_run_task(self, *, run_id: int, stage: str) -> None:
     """One stage of one run. Ids only: a redelivered message re-reads the current rows, and a stage
     that already advanced makes this a no-op. The backoff stays under NOVELSITE_MAX_RETRY_COUNTDOWN."""
-    # Imported here because the orchestrator imports the queueing code that sends this task.
-    from pipeline.orchestrator import stage_run
+    # Imported here because the stage runner imports the queueing code that sends this task.
+    from pipeline.stage_runner import stage_run
 
     stage_run(run_id=run_id, stage=stage)
 

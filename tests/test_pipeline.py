@@ -29,7 +29,7 @@ from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.llm.offline import OfflineBackend
 from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import GateAnswer, GateQuestion, GateStatus, LLMCall, PipelineRun, RunKind, RunStatus, StageRun
-from pipeline.orchestrator import stage_run
+from pipeline.stage_runner import stage_run
 from pipeline.runs import chapter_run_start, run_retry, runs_reconcile, stage_claim
 from pipeline.tasks import stage_run_task
 from projects.errors import InvalidData
@@ -465,11 +465,11 @@ def test_a_state_change_between_summarize_and_commit_sends_the_run_back_to_summa
 
 
 def test_the_story_is_read_once_per_draft_and_the_later_stages_reuse_it(wakeups, monkeypatch):
-    from pipeline import orchestrator
+    from pipeline import stage_runner
 
     reads = []
-    real = orchestrator.chapter_context
-    monkeypatch.setattr(orchestrator, "chapter_context", lambda project, chapter: reads.append(chapter) or
+    real = stage_runner.chapter_context
+    monkeypatch.setattr(stage_runner, "chapter_context", lambda project, chapter: reads.append(chapter) or
                         real(project, chapter))
     project = project_with_contracts(3)
     run = chapter_run_start(project_id=project.pk)
@@ -584,17 +584,17 @@ def test_a_stage_that_already_advanced_does_nothing_when_run_again(backend_calls
 
 
 def test_a_worker_dying_after_its_llm_call_is_resumed_from_the_stored_call(monkeypatch, wakeups, backend_calls):
-    from pipeline import orchestrator
+    from pipeline import stage_runner
 
     project = project_with_contracts(3)
     run = chapter_run_start(project_id=project.pk)
-    real_complete = orchestrator.stage_complete
+    real_complete = stage_runner.stage_complete
 
     def die_once(**kwargs):
-        monkeypatch.setattr(orchestrator, "stage_complete", real_complete)
+        monkeypatch.setattr(stage_runner, "stage_complete", real_complete)
         raise KeyboardInterrupt("worker killed")  # a BaseException: nothing records a failure
 
-    monkeypatch.setattr(orchestrator, "stage_complete", die_once)
+    monkeypatch.setattr(stage_runner, "stage_complete", die_once)
     with pytest.raises(KeyboardInterrupt):
         wakeups.step()
 

@@ -12,6 +12,7 @@ from pipeline.jacquard.runner import CallContext, CallSpec, run_call
 from pipeline.jacquard.skein import PromptBlock, Skein
 from pipeline.prompt_templates import prompt_template_source
 from pipeline.runs import Claim
+from projects.models import Project
 
 ProgressCallback = Callable[[str], None]
 
@@ -46,10 +47,16 @@ def skein_of(blocks: Sequence[PromptBlock]) -> Skein:
     return skein
 
 
-def llm_call(
+def llm_call(claim: Claim, ctx: ChapterContext, **options: Any) -> CallContext:
+    """One LLM call of a chapter stage (see ``project_llm_call``)."""
+    return project_llm_call(claim, ctx.project, label=ctx.chapter, **options)
+
+
+def project_llm_call(
     claim: Claim,
-    ctx: ChapterContext,
+    project: Project,
     *,
+    label: int | str,
     stage: str,
     slice_: Mapping[str, Any],
     blocks: Sequence[PromptBlock],
@@ -61,14 +68,15 @@ def llm_call(
     sequence: int | str = 1,
     **spec_options: Any,
 ) -> CallContext:
-    """One LLM call for ``stage``; the task block is the project's (or the default) template."""
-    task = PromptBlock("task", "user", template=prompt_template_source(project_id=ctx.project.pk, name=template),
+    """One LLM call for ``stage`` of any run; the task block is the project's (or the default)
+    template. ``label`` (the chapter, the volume …) goes into the offline backend's seed."""
+    task = PromptBlock("task", "user", template=prompt_template_source(project_id=project.pk, name=template),
                        required=True, priority=100)
     spec = CallSpec(
         stage=stage, slice=slice_, build_skein=lambda _slice: skein_of([*blocks, task]),
         call_key=call_key(claim.run_id, stage, claim.attempt, sequence), tags=tags, required_tags=required_tags,
-        template_context=template_context, stage_models=ctx.project.stage_models,
-        seed_key=f"{ctx.project.slug}:{ctx.chapter}:{stage}:{claim.attempt}:{sequence}", on_text=on_text,
+        template_context=template_context, stage_models=project.stage_models,
+        seed_key=f"{project.slug}:{label}:{stage}:{claim.attempt}:{sequence}", on_text=on_text,
         **spec_options,
     )
     return run_call(spec, store=DbCallStore(run_id=claim.run_id, stage_run_id=claim.stage_run_id,
