@@ -8,6 +8,8 @@ from pathlib import Path
 
 import environ
 
+from novelsite.nightly_schedule import nightly_crontab
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -146,8 +148,13 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # (a backend with cold caches) each time. Reuse one for this many tasks; CONN_HEALTH_CHECKS
 # replaces a connection that died meanwhile.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=200)
+# The nightly autopilot batches (pipeline/nightly.py) start at NOVELSITE_NIGHTLY_AT ("HH:MM", in
+# TIME_ZONE); a malformed value stops the start-up with the value named.
+NOVELSITE_NIGHTLY_AT = env.str("NOVELSITE_NIGHTLY_AT", default="02:00")
 CELERY_BEAT_SCHEDULE: dict = {
     "reconcile-runs": {"task": "pipeline.tasks.runs_reconcile_task", "schedule": 120.0},
+    "nightly-batches": {"task": "pipeline.tasks.nightly_batches_task",
+                        "schedule": nightly_crontab(NOVELSITE_NIGHTLY_AT)},
 }
 
 # --- LLM ---------------------------------------------------------------------------------------
@@ -166,6 +173,20 @@ NOVELSITE_LLM_PRICES: dict = {}  # per-model overrides of pipeline/llm/pricing.p
 NOVELSITE_OFFLINE = env.json("NOVELSITE_OFFLINE_JSON", default={})
 # How long a stage's lease lasts before the reconciler hands the stage to another worker.
 NOVELSITE_LEASE_SECONDS = env.int("NOVELSITE_LEASE_SECONDS", default=16 * 60 + 120)
+
+# --- E-mail (the nightly batches' morning summary, to members who opt in) ---------------------------
+# Django 6.1's MAILERS (the EMAIL_HOST-style settings are deprecated), filled from the environment.
+# The console backend prints messages on a laptop; a deployment sets the SMTP backend and its host.
+MAILERS = {"default": {"BACKEND": env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")}}
+if MAILERS["default"]["BACKEND"] == "django.core.mail.backends.smtp.EmailBackend":
+    MAILERS["default"]["OPTIONS"] = {  # other backends refuse options they do not know
+        "host": env.str("EMAIL_HOST", default="localhost"), "port": env.int("EMAIL_PORT", default=25),
+        "username": env.str("EMAIL_HOST_USER", default=""), "password": env.str("EMAIL_HOST_PASSWORD", default=""),
+        "use_tls": env.bool("EMAIL_USE_TLS", default=False), "use_ssl": env.bool("EMAIL_USE_SSL", default=False),
+        "timeout": env.int("EMAIL_TIMEOUT", default=30),
+    }
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="novelsite@localhost")
+EMAIL_SUBJECT_PREFIX = env.str("EMAIL_SUBJECT_PREFIX", default="[Novelsite] ")
 
 # --- Novelsite ---------------------------------------------------------------------------------
 NOVELSITE_REQUIRE_SERVICES = env.bool("REQUIRE_SERVICES", default=False)

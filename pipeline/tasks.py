@@ -57,3 +57,21 @@ def runs_reconcile_task() -> int:
     from pipeline.runs import runs_reconcile
 
     return len(runs_reconcile())
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def nightly_batches_task() -> int:
+    """Beat, at NOVELSITE_NIGHTLY_AT: start tonight's batch of every project on autopilot. Safe to
+    run twice: one batch per project and night."""
+    from pipeline.nightly import nightly_batches_start
+
+    return len(nightly_batches_start())
+
+
+@shared_task(acks_late=True, ignore_result=True, autoretry_for=(OSError,), retry_backoff=60, max_retries=5)
+def batch_summary_email_task(*, batch_id: int) -> int:
+    """After a nightly batch ends: its morning summary to the members who opted in. SMTP errors
+    (``OSError``s) are retried; a batch already mailed is not mailed again."""
+    from pipeline.morning_summary import batch_summary_email_send
+
+    return batch_summary_email_send(batch_id=batch_id)

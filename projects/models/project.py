@@ -147,6 +147,8 @@ class Membership(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="novel_memberships")
     role = models.CharField(max_length=10, choices=Role, default=Role.VIEWER)
+    morning_summary_email = models.BooleanField(
+        default=False, help_text=_("E-mail me the morning summary of the project's nightly autopilot batch."))
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -8,7 +8,9 @@ structured slice (``writers``). Misbehaviour comes from an ``OfflineConfig`` (th
     {"latency_ms": 200,                       # per call, spread over the streamed chunks
      "faults": {"draft": {"kind": "rate_limit", "rate": 0.2},   # stage name, or "*" for every stage
                 "*": {"kind": "truncated", "rate": 1.0}},
-     "score_mode": "low"}                     # judge scores: normal | revise | low
+     "score_mode": "low",                     # judge scores: normal | revise | low
+     "cost_usd_per_call": 0.01}               # what each call reports it cost (default 0), e.g. to
+                                              # drive a nightly batch into its cost cap
 
 Fault kinds: rate_limit, overloaded, server_error, timeout, connection, truncated (some text
 streams, then LLMTruncatedStream), malformed (text that breaks the stage's protocol), permanent.
@@ -56,6 +58,7 @@ class OfflineConfig:
     latency_ms: int = 0
     faults: dict[str, dict[str, Any]] = field(default_factory=dict)
     score_mode: str = "normal"
+    cost_usd_per_call: Decimal = Decimal(0)
 
     @classmethod
     def from_settings(cls) -> OfflineConfig:
@@ -63,13 +66,25 @@ class OfflineConfig:
 
         raw = getattr(settings, "NOVELSITE_OFFLINE", {}) or {}
         return cls(latency_ms=int(raw.get("latency_ms", 0)), faults=dict(raw.get("faults", {})),
-                   score_mode=raw.get("score_mode", "normal"))
+                   score_mode=raw.get("score_mode", "normal"),
+                   cost_usd_per_call=_cost(raw.get("cost_usd_per_call", 0)))
 
     def fault_for(self, stage: str) -> dict[str, Any] | None:
         fault = self.faults.get(stage) or self.faults.get("*")
         if fault and fault.get("kind") not in FAULT_KINDS:
             raise ValueError(f"unknown offline fault kind {fault.get('kind')!r}; one of {', '.join(FAULT_KINDS)}")
         return fault
+
+
+def _cost(value: Any) -> Decimal:
+    # via str: 0.01 as a JSON float would otherwise become 0.01000000000000000020816681711721685…
+    try:
+        cost = Decimal(str(value))
+    except ArithmeticError:
+        cost = Decimal(-1)
+    if not cost.is_finite() or cost < 0:
+        raise ValueError(f"NOVELSITE_OFFLINE cost_usd_per_call must be a number ≥ 0, not {value!r}")
+    return cost
 
 
 def render_filament(tags: dict[str, str]) -> str:
@@ -146,6 +161,7 @@ class OfflineBackend:
     def _result(self, request: LLMRequest, text: str, started: float, rng: random.Random) -> LLMResult:
         prompt = "".join(b.text for b in request.system) + "".join(m.text for m in request.messages)
         usage = Usage(input_tokens=estimate_tokens(prompt), output_tokens=estimate_tokens(text))
-        return LLMResult(text=text, stop_reason="end_turn", usage=usage, cost_usd=Decimal(0),
+        return LLMResult(text=text, stop_reason="end_turn", usage=usage,
+                         cost_usd=self.config.cost_usd_per_call,
                          duration_ms=int((time.monotonic() - started) * 1000),
                          request_id=f"offline-{rng.randrange(1 << 32):08x}", model=request.model, backend=self.name)
