@@ -9,4 +9,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/", include("projects.api.urls")),
+    path("api/", include("pipeline.urls")),
 ]

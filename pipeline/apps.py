@@ -12,3 +12,6 @@ class PipelineConfig(AppConfig):
         from projects.filetree.hooks import register_staging_writer
 
         register_staging_writer(staging_files_of)
+        # the NOVEL_ASK answer handlers of each step kind register themselves on import
+        import pipeline.chapter_gate  # noqa: F401
+        import pipeline.stage_runner  # noqa: F401  (quick start, planning and review steps)

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from pipeline.batch_end import StopReason, batch_end
 from pipeline.blackboard import Blackboard
 from pipeline.errors import LeaseLost, PipelineBusy, PipelineNotReady
 from pipeline.lock_objects import project_lock_of_run, run_lock
@@ -77,7 +78,8 @@ def chapter_run_start(*, project_id: int, user=None, batch_remaining: int = 0) -
     return _chapter_run_create(project, user=user, batch_remaining=batch_remaining)
 
 
-def _chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0) -> PipelineRun:
+def _chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0,
+                        batch_id: int | None = None) -> PipelineRun:
     active = PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES).exclude(
         kind=RunKind.PROMOTION).first()
     if active is not None:
@@ -97,7 +99,7 @@ def _chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0
     )
     run = PipelineRun.objects.create(project=project, kind=RunKind.CHAPTER, chapter=chapter,
                                      volume_number=contract.volume.number, status=RunStatus.QUEUED, stage="draft",
-                                     blackboard=board.to_dict(), created_by=user)
+                                     blackboard=board.to_dict(), created_by=user, batch_id=batch_id)
     checkpoint_update(project.pk, reason=f"chapter {chapter} started", run=run, actor=user,
                       from_state=project.orchestrator_state,
                       inflight_chapter=chapter, pipeline_stage=PipelineStage.DRAFTING, revision_count=0,
@@ -123,6 +125,8 @@ class Claim:
     started_at: datetime | None = None  # when the stage run was claimed
     resumed: bool = False  # an earlier execution of this attempt lost its worker: its LLM calls may be stored
     project: Project | None = None  # the project row as read under the claim's lock
+    kind: str = RunKind.CHAPTER  # the run's kind: which modules run its stages
+    batch_id: int | None = None  # the nightly batch the run belongs to (its cost cap applies)
 
 
 @transaction.atomic(durable=True)
@@ -153,7 +157,8 @@ def stage_claim(*, run_id: int, stage: str, owner: str) -> Claim | None:
         StageRun.objects.filter(pk__in=lost).update(status="abandoned", error="worker lost; stage re-claimed")
     stage_run = StageRun.objects.create(run=run, stage=stage, attempt=attempt)
     return Claim(run.pk, project_id, stage, owner, attempt, stage_run.pk, run.chapter, run.blackboard, run.context,
-                 stage_run.started_at, resumed=bool(lost), project=project)
+                 stage_run.started_at, resumed=bool(lost), project=project, kind=run.kind,
+                 batch_id=run.batch_id)
 
 
 def _holding(run: PipelineRun, claim: Claim) -> None:
@@ -215,6 +220,8 @@ def apply_outcome(run: PipelineRun, claim: Claim, outcome: StageOutcome) -> None
     if outcome.question:
         GateQuestion.objects.get_or_create(project_id=run.project_id, run=run, step=outcome.question["step"],
                                            status=GateStatus.OPEN, defaults=outcome.question)
+    if run.status == RunStatus.WAITING:  # a nightly batch stops at a gate
+        batch_end(run, reason=StopReason.GATE, detail=f"chapter {run.chapter} waits at {run.stage}")
     if outcome.next_stage and run.status == RunStatus.QUEUED:
         enqueue_stage(run.pk, outcome.next_stage)
 
@@ -272,6 +279,7 @@ def run_mark_error(*, run_id: int, error: str, stage: str | None = None) -> None
     run.save()
     checkpoint_update(project_id, orchestrator_state=OrchestratorState.ERROR_RETRY, run=run,
                       reason=f"{run.stage}: retries spent: {error[:200]}")
+    batch_end(run, reason=StopReason.ERROR, detail=f"chapter {run.chapter}, {run.stage}: {error[:300]}")
 
 
 RUN_KIND_STATES = {  # the orchestrator state a run of each kind works in
@@ -322,6 +330,7 @@ def run_cancel(*, run_id: int, user=None) -> None:
     else:
         checkpoint_update(project_id, orchestrator_state=_resume_state(run), run=run, actor=user,
                           reason="run cancelled")
+    batch_end(run, reason=StopReason.CANCELLED)
 
 
 def runs_reconcile(*, stale_after_seconds: int | None = None) -> list[int]:

@@ -6,17 +6,25 @@ from __future__ import annotations
 import logging
 
 from pipeline import progress
+from pipeline.batch_budget import BudgetExhausted
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext, chapter_context, context_restore, context_snapshot
 from pipeline.errors import LeaseLost
 from pipeline.llm.types import LLMError
+from pipeline.nightly import run_budget_stop
 from pipeline.runs import new_lease_owner, run_mark_error, stage_claim, stage_complete, stage_fail
 from pipeline.stages import commit, draft, judge, maintain, refine, summarize
+from pipeline.stages.plan import PLAN_STEPS
+from pipeline.stages.quickstart import QUICKSTART_STEPS
+from pipeline.stages.review import REVIEW_STEPS
+from pipeline.stages.revision import REVISION_STEPS
+from pipeline.models import RunKind
 from projects.models import Project
 
 log = logging.getLogger(__name__)
 
 CHAPTER_STAGES = {"draft": draft, "summarize": summarize, "refine": refine, "judge": judge, "maintain": maintain}
+BOOK_STEPS = {**QUICKSTART_STEPS, **PLAN_STEPS, **REVIEW_STEPS}  # the steps of runs that are not chapters
 
 
 def stage_run(*, run_id: int, stage: str) -> None:
@@ -35,6 +43,14 @@ def stage_run(*, run_id: int, stage: str) -> None:
         progress.emit({"event": "text", "run_id": run_id, "chapter": claim.chapter, "stage": stage, "chars": streamed})
 
     try:
+        step = REVISION_STEPS.get(stage) if claim.kind == RunKind.REWRITE else BOOK_STEPS.get(stage)
+        if step is not None:
+            project = claim.project or Project.objects.get(pk=claim.project_id)
+            outcome = step.execute(claim, project, Blackboard(claim.blackboard), on_text=on_text)
+            (step.finish or stage_complete)(claim=claim, outcome=outcome)
+            progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
+                           "next": outcome.next_stage, "status": outcome.status})
+            return
         if stage == "commit":
             committed = commit.chapter_commit(claim=claim)
             progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
@@ -53,6 +69,10 @@ def stage_run(*, run_id: int, stage: str) -> None:
                        "next": outcome.next_stage, "status": outcome.status})
     except LeaseLost as exc:
         log.warning("run %s: %s", run_id, exc)
+    except BudgetExhausted as exc:  # not a failure: the run waits, whole, to be resumed (pipeline.nightly)
+        run_budget_stop(claim=claim, error=exc)
+        progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
+                       "next": None, "status": "waiting"})
     except LLMError as exc:
         stage_fail(claim=claim, error=exc)
         progress.emit({"event": "failed", "run_id": run_id, "chapter": claim.chapter, "stage": stage,

@@ -7,6 +7,7 @@ from django.core.validators import RegexValidator
 
 from projects.schemas import SLUG_PATTERN
 
+CHAPTERS_PER_VOLUME = 30  # facts §1: fixed; volumeForChapter = ceil(ch / 30), a volume ends at V * 30
 SLUG_RE = re.compile(SLUG_PATTERN)
 WORLD_RULE_ID_RE = re.compile(r"^W-\d{3,}$")
 # A file stem under research/ or world/: one path segment, no hidden files, no separators.

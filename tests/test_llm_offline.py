@@ -45,6 +45,8 @@ SLICES = {
     "quickstart:characters": {"title": "星火长夜"},
     "quickstart:style": {},
     "review": {"volume": 1, "chapter_range": [1, 30]},
+    "weave": {"brief": "北境少年卷入宗门遗秘。", "wanted": [{"name": "白衣客", "role": "antagonist", "brief": "来历不明",
+                                                       "first_chapter": 35}]},
 }
 SLICES.update({"quickstart:trial": SLICES["draft"], "quickstart:results": SLICES["judge"],
                "quickstart:f0": {**SLICES["plan"], "volume": 1, "chapter_start": 1, "chapter_end": 3}})
@@ -52,7 +54,7 @@ TAGS = {"draft": ["chapter", "hints"], "summarize": ["summary", "state_update", 
         "refine": ["edits"], "judge": ["evaluation"],
         "plan": ["outline", "schedule", "foreshadowing", "new_characters", "contracts"], "consolidate": ["summary"],
         "quickstart:world": ["rules", "world_docs", "storylines"], "quickstart:characters": ["characters"],
-        "quickstart:style": ["style_profile"], "review": ["audit"]}
+        "quickstart:style": ["style_profile"], "review": ["audit"], "weave": ["characters"]}
 PROMO = {"topic": "第3章", "reference_summary": "林枫救下陈老。", "title": "雪夜来客", "body": "正文" * 300,
          "hashtags": ["网络小说"]}
 SLICES.update({f"promote:{step}": PROMO for step in ("titles", "body", "cta", "hashtags", "platforms")})

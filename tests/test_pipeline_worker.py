@@ -228,7 +228,7 @@ def slow_commit_and_maintain():
 
 
 def test_worker_killed_in_every_stage_kind_still_commits_each_chapter_once(slow_commit_and_maintain, workers):
-    chapters = 3
+    chapters = 5  # maintenance runs when it has work: style drift at chapter 5
     project = writable_project(chapters)
     offline = {"latency_ms": LLM_LATENCY_MS}
     diagnostics = workers.diagnostics(project)

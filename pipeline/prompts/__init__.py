@@ -23,6 +23,11 @@ SAMPLE_CONTEXTS: dict[str, dict[str, Any]] = {
                  "checks": {"blacklist_hits_per_kchars": 0.3}},
     "plan.j2": {"volume": 2, "chapter_start": 31, "chapter_end": 60, "storylines": ["main-arc"], "characters": _CAST},
     "consolidate.j2": {"summaries": ["## 第 1 章摘要\n- 林枫救下陈老。"]},
+    "world.j2": {"brief": "北境少年卷入宗门遗秘。", "genre": "xuanhuan", "platform": "qidian", "research": ["宋代官制"]},
+    "characters.j2": {"brief": "北境少年卷入宗门遗秘。", "count": 3, "rules": [{"id": "W-001", "rule": "星火为引"}],
+                      "wanted": [{"name": "白衣客", "role": "antagonist", "first_chapter": 35, "brief": "来历不明"}]},
+    "style.j2": {"brief": "北境少年卷入宗门遗秘。", "genre": "xuanhuan", "sample": ""},
+    "review.j2": {"volume": 1, "chapter_range": [1, 30], "low_chapters": [7]},
 }
 
 

@@ -6,12 +6,15 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pipeline.batch_budget import batch_budget_check
 from pipeline.call_store import DbCallStore, call_key
 from pipeline.context import ChapterContext
 from pipeline.jacquard.runner import CallContext, CallSpec, run_call
 from pipeline.jacquard.skein import PromptBlock, Skein
 from pipeline.prompt_templates import prompt_template_source
+from pipeline.llm.types import LLMBadOutput
 from pipeline.runs import Claim
+from projects.json_validation import json_issues
 from projects.models import Project
 
 ProgressCallback = Callable[[str], None]
@@ -69,7 +72,9 @@ def project_llm_call(
     **spec_options: Any,
 ) -> CallContext:
     """One LLM call for ``stage`` of any run; the task block is the project's (or the default)
-    template. ``label`` (the chapter, the volume …) goes into the offline backend's seed."""
+    template. ``label`` (the chapter, the volume …) goes into the offline backend's seed.
+    ``BudgetExhausted`` when the run's nightly batch reached its cost cap: no call is made."""
+    batch_budget_check(run_id=claim.run_id, batch_id=claim.batch_id)
     task = PromptBlock("task", "user", template=prompt_template_source(project_id=project.pk, name=template),
                        required=True, priority=100)
     spec = CallSpec(
@@ -85,3 +90,14 @@ def project_llm_call(
 
 def cast_slice(ctx: ChapterContext) -> list[dict[str, str]]:
     return [{"slug": c.slug, "display_name": c.display_name} for c in ctx.cast]
+
+
+def json_output(call: CallContext, tag: str, *, schema: str | None = None, stage: str = "") -> Any:
+    """The JSON inside ``<tag>``; ``LLMBadOutput`` (retried) when it is not JSON or breaks ``schema``."""
+    try:
+        value = json.loads(call.texts[tag])
+    except (KeyError, json.JSONDecodeError) as exc:
+        raise LLMBadOutput(f"{stage or tag}: <{tag}> is not JSON: {exc}") from exc
+    if schema is not None and (issues := json_issues(schema, value)):
+        raise LLMBadOutput(f"{stage or tag}: <{tag}> breaks {schema}: " + "; ".join(map(str, issues)))
+    return value

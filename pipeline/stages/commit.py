@@ -8,11 +8,11 @@ from django.utils import timezone
 
 from pipeline.blackboard import Blackboard
 from pipeline.lock_objects import run_lock
-from pipeline.models import StageRun
+from pipeline.models import StageRun, StateTransition
 from pipeline.runs import Claim, StageOutcome, _holding, apply_outcome
 from pipeline.stages.maintain import batch_continue, maintenance_due
 from projects.lock_objects import project_lock
-from projects.models import PipelineStage
+from projects.models import OrchestratorState, PipelineStage
 from projects.services.chapter_commit import StagedChapter, chapter_commit_story
 from projects.state_ops import StalePatch
 
@@ -71,6 +71,10 @@ def chapter_commit(*, claim: Claim) -> bool:
         apply_outcome(run, claim, StageOutcome(board.to_dict(), "summarize", context={},
                                                checkpoint={"pipeline_stage": PipelineStage.DRAFTING}))
         return False
+    if project.orchestrator_state != OrchestratorState.WRITING:  # the commit ends a CHAPTER_REWRITE
+        StateTransition.objects.create(project=project, from_state=project.orchestrator_state,
+                                       to_state=OrchestratorState.WRITING, run=run,
+                                       reason=f"chapter {run.chapter} committed")
     orchestrator = board.as_("orchestrator")
     orchestrator.update_step_status("commit", "completed")
     if maintenance_due(project_id=project.pk, chapter=run.chapter, volume=run.volume_number):

@@ -6,6 +6,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from pipeline import memory
+from pipeline.batch_end import StopReason, batch_end, batch_goes_on, stop_reason_of
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext
 from pipeline.errors import PipelineBusy, PipelineNotReady
@@ -14,15 +15,20 @@ from pipeline.lock_objects import run_lock
 from pipeline.runs import Claim, StageOutcome, _chapter_run_create, _holding, apply_outcome
 from pipeline.stages.base import data_block, llm_call
 from projects.lock_objects import project_lock_id
+from projects.ids import CHAPTERS_PER_VOLUME
 from projects.models import ArchivedSummary, ChapterContract, Project
 from projects.services.memory import archived_summary_add, project_style_drift_set
 
 DRIFT_EVERY = 5  # facts §13: every 5 chapters (last_completed % 5 == 0)
 
 
-def _volume_range(ctx: ChapterContext) -> tuple[int, int]:
+def _volume_range(ctx: ChapterContext) -> tuple[int, int | None]:
+    """The volume's planned chapters (first, last); last is None while the volume is not fully
+    planned (an F0 seed, a partial plan): its end has not come, whatever is planned so far."""
     numbers = list(ctx.project.chapter_contracts.filter(volume__number=ctx.volume).values_list("chapter", flat=True))
-    return (min(numbers), max(numbers)) if numbers else (ctx.chapter, ctx.chapter)
+    if not numbers:
+        return ctx.chapter, None
+    return min(numbers), (max(numbers) if max(numbers) >= ctx.volume * CHAPTERS_PER_VOLUME else None)
 
 
 def _consolidate(claim: Claim, ctx: ChapterContext, plan: memory.Consolidation):
@@ -82,6 +88,8 @@ def maintenance_due(*, project_id: int, chapter: int, volume: int) -> bool:
     archived_until = ArchivedSummary.objects.filter(project_id=project_id).aggregate(end=Max("chapter_end"))["end"]
     if chapter - (archived_until or 0) >= memory.ARCHIVE_TRIGGER:
         return True
+    if chapter < volume * CHAPTERS_PER_VOLUME:  # a volume ends at V * 30 (facts §1), not at a partial plan's end
+        return False
     later = ChapterContract.objects.filter(project_id=project_id, volume__number=volume, chapter__gt=chapter)
     return not later.exists()
 
@@ -101,10 +109,16 @@ def batch_continue(run) -> int | None:
     caller holds the project lock). Returns the new run's id, or None when the batch stops."""
     remaining = Blackboard(run.blackboard).as_("slicer").read_meta("batch_remaining") or 0
     if remaining <= 0:
+        batch_end(run, reason=StopReason.DONE)  # (nothing to end outside a nightly batch)
+        return None
+    if not batch_goes_on(run):
         return None
     try:
         with transaction.atomic():
             project = Project.objects.get(pk=run.project_id)
-            return _chapter_run_create(project, user=run.created_by, batch_remaining=remaining - 1).pk
-    except (PipelineBusy, PipelineNotReady):
-        return None  # the end of the planned volume, or someone else started something: the batch stops
+            return _chapter_run_create(project, user=run.created_by, batch_remaining=remaining - 1,
+                                       batch_id=run.batch_id).pk
+    except (PipelineBusy, PipelineNotReady) as exc:
+        # the end of the planned volume, or someone else started something: the batch stops
+        batch_end(run, reason=stop_reason_of(exc), detail=exc.message)
+        return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from projects.filetree.errors import TreeError
-from projects.ids import chapter_id, volume_id
+from projects.ids import CHAPTERS_PER_VOLUME, chapter_id, volume_id  # noqa: F401  (re-exported)
 
 CHECKPOINT = ".checkpoint.json"
 BRIEF = "brief.md"
@@ -24,7 +24,6 @@ GLOBAL_FORESHADOWING = "foreshadowing/global.json"
 NOVELSITE_PROJECT = "novelsite/project.json"
 NOVELSITE_ARCHIVES = "novelsite/archived-summaries.json"
 
-CHAPTERS_PER_VOLUME = 30  # facts §1: volumeForChapter = ceil(ch / 30)
 
 GENERATED = frozenset({WORLD_CHANGELOG, CHARACTERS_CHANGELOG})
 NEVER_EXPORTED_PREFIX = ".novel.lock/"

@@ -15,7 +15,9 @@ Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices ea
   previous_state_keys [slug]; answers ``outline``, ``schedule``, ``foreshadowing``,
   ``new_characters`` and ``contracts`` that pass the facts §6 validation.
 - ``consolidate``: summaries [text]; answers ``summary``.
-- ``quickstart:world`` / ``quickstart:characters`` / ``quickstart:style``, ``review``.
+- ``quickstart:world`` (brief, genre, platform) / ``quickstart:characters`` and ``weave`` (brief,
+  rules, and for weaving ``wanted`` [{name, role, brief, first_chapter}]) / ``quickstart:style``;
+  ``review`` (volume, chapter_range).
 - ``promote:titles|body|cta|hashtags|platforms``: the promotion post of seed 001, one step each
   (hook variants with scores, body with sections, CTA, hashtags, platform versions within limits).
 """
@@ -144,8 +146,11 @@ def plan(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     schedule = {"volume": volume, "active_storylines": lines[:4], "convergence_events": []}
     foreshadowing = {"schema_version": 1, "items": [{"id": f"vol{volume}_secret", "description": "本卷暗线",
                                                      "scope": "short", "target_resolve_range": [start, end]}]}
+    # from the second volume on, one newcomer, so that planning's character weaving has work
+    newcomers = [{"name": f"第{volume}卷来客", "role": "supporting", "brief": "带来远方的消息",
+                  "first_chapter": min(start + 2, end)}] if volume >= 2 else []
     return {"outline": "\n".join(blocks).rstrip(), "schedule": _dumps(schedule), "foreshadowing": _dumps(foreshadowing),
-            "new_characters": "[]", "contracts": _dumps(contracts)}
+            "new_characters": _dumps(newcomers), "contracts": _dumps(contracts)}
 
 
 def consolidate(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
@@ -170,11 +175,15 @@ def world(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
 
 
 def characters(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
+    """The opening cast, or (``wanted``: the new characters of a volume plan) one per entry."""
+    wanted = slice_.get("wanted") or []
+    people = [(f"new-{rng.randrange(1000, 9999)}-{i}", w.get("name") or f"新人物{i}", w.get("first_chapter") or 1)
+              for i, w in enumerate(wanted, 1)] or [(slug, name, 1) for slug, name in CAST[:3]]
     cast = [{"id": slug, "display_name": name, "canon_status": "established",
              "profile": f"{name}，性格分明，有自己的秘密。",
              "contracts": [{"id": f"C-{slug.upper()}-001", "type": "personality", "rule": "言行一致",
-                            "valid_from_chapter": 1, "valid_until": None, "exceptions": []}]}
-            for slug, name in CAST[:3]]
+                            "valid_from_chapter": first, "valid_until": None, "exceptions": []}]}
+            for slug, name, first in people]
     return {"characters": _dumps(cast)}
 
 
@@ -244,7 +253,7 @@ WRITERS: dict[str, Writer] = {
     "refine": refine,
     "judge": judge, "quickstart:results": judge,
     "plan": plan, "quickstart:f0": plan,
-    "consolidate": consolidate,
+    "consolidate": consolidate, "weave": characters,
     "quickstart:world": world, "quickstart:characters": characters, "quickstart:style": style,
     "review": review,
 }

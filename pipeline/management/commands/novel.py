@@ -1,6 +1,8 @@
 """``python manage.py novel <subcommand>``: the command-line face of Novelsite.
 
-Subcommands so far: ``demo`` (load the demo novel), ``status``, ``write``, ``export`` and ``import``. With ``--json`` the output is the
+Subcommands: ``demo`` (load the demo novel), ``status``, ``next``, ``advance`` (a project, or an exported
+tree with ``--tree``), ``packet``, ``validate --tree``, ``plan``, ``answer``, ``rewrite``, ``ask validate``,
+``write``, ``export`` and ``import``. With ``--json`` the output is the
 original tool's envelope (facts §1): ``{"ok": true, "command", "data"}`` or
 ``{"ok": false, "command", "error": {"message", "code"}}`` with exit code 2.
 """
@@ -14,7 +16,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from projects.errors import NovelsiteError
+from projects.errors import InvalidData, NovelsiteError
 from projects.filetree.export import export_to_path
 from projects.filetree.importer import tree_import
 from projects.filetree.source import read_tree
@@ -24,7 +26,8 @@ from projects.selectors import project_status
 
 
 class Command(BaseCommand):
-    help = "Novelsite's novel commands: demo, status, write, export, import."
+    help = ("Novelsite's novel commands: demo, status, next, advance, packet, validate, plan, answer, rewrite, "
+            "ask validate, write, export, import.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--json", action="store_true", help="Print the JSON envelope instead of text.")
@@ -45,6 +48,42 @@ class Command(BaseCommand):
         load.add_argument("--project", dest="slug", help="Slug for the new project (default: from the tree).")
         load.add_argument("--owner", help="Username that becomes the project's owner.")
         load.add_argument("--replace", action="store_true", help="Replace an existing project with that slug.")
+        upcoming = sub.add_parser("next", help="The next step of a project, and why (facts §4.2).")
+        upcoming.add_argument("project", help="Project slug.")
+        step = sub.add_parser("advance", help="Take the next step: `advance <project> [<step>]` starts or resumes "
+                                              "the run that does it; `advance --tree DIR <step>` advances an "
+                                              "exported tree's checkpoint after validating the step's outputs.")
+        step.add_argument("project", help="Project slug (with --tree: the step).")
+        step.add_argument("step", nargs="?", help="The step you expect to take (refused if it is not the next).")
+        step.add_argument("--as", dest="username", help="Username the step is taken for (recorded).")
+        step.add_argument("--tree", help="An exported tree (a directory) to advance instead of a project.")
+        packet = sub.add_parser("packet", help="The InstructionPacket of a step (facts §14.1).")
+        packet.add_argument("project", help="Project slug.")
+        packet.add_argument("step", help="Step id, e.g. chapter:004:draft, volume:outline, quickstart:world.")
+        packet.add_argument("--embed-brief", action="store_true", help="Embed the first 2000 characters of the brief.")
+        packet.add_argument("--write", metavar="TREE", help="Also write it to TREE/staging/manifests/<step>.packet.json.")
+        check = sub.add_parser("validate", help="Validate a step's outputs in an exported tree (facts §5–§8).")
+        check.add_argument("step", help="Step id.")
+        check.add_argument("--tree", required=True, help="The tree's directory (where .checkpoint.json is).")
+        plan = sub.add_parser("plan", help="Plan the project's current volume (stops at the approval question).")
+        plan.add_argument("project", help="Project slug.")
+        plan.add_argument("--notes", default="", help="Notes for the PlotArchitect.")
+        answer = sub.add_parser("answer", help="Answer a NOVEL_ASK question waiting in a project.")
+        answer.add_argument("project", help="Project slug.")
+        answer.add_argument("answers", help='The answers as JSON, e.g. \'{"decision": "approve"}\'.')
+        answer.add_argument("--question", type=int, help="Question id (default: the only open one).")
+        answer.add_argument("--as", dest="username", required=True, help="Username answering (reviewer or above).")
+        rewrite = sub.add_parser("rewrite", help="Rewrite a committed chapter (the latest is rolled back and "
+                                                 "written again; an older one gets a text-only revision).")
+        rewrite.add_argument("project", help="Project slug.")
+        rewrite.add_argument("chapter", type=int, help="Chapter number.")
+        rewrite.add_argument("--notes", required=True, help="What to change.")
+        rewrite.add_argument("--as", dest="username", help="Username asking (recorded).")
+        ask = sub.add_parser("ask", help="NOVEL_ASK files (seed 003).")
+        ask_sub = ask.add_subparsers(dest="ask_command", required=True)
+        ask_validate = ask_sub.add_parser("validate", help="Validate a QuestionSpec or an AnswerSpec JSON file.")
+        ask_validate.add_argument("file", help="A QuestionSpec (version, topic, questions) or an AnswerSpec file.")
+        ask_validate.add_argument("--questions", help="With an AnswerSpec: the QuestionSpec it answers (cross-check).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         command = options["subcommand"]
@@ -114,6 +153,155 @@ class Command(BaseCommand):
             for warning in report.warnings:
                 self.stdout.write(self.style.WARNING(f"  warning: {warning}"))
         return data
+
+    def _project(self, slug: str) -> Project:
+        project = Project.objects.filter(slug=slug).first()
+        if project is None:
+            raise Project.DoesNotExist(f"No project with slug {slug!r}.")
+        return project
+
+    def _user(self, username: str | None):
+        if not username:
+            return None
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None:
+            raise CommandError(f"No user {username!r}.", returncode=2)
+        return user
+
+    def _next(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.orchestrator import next_step
+
+        data = next_step(self._project(options["project"])).as_dict()
+        if not options["json"]:
+            self.stdout.write(f"next: {data['step'] or '-'}  ({data['reason']})  action: {data['action']}")
+        return data
+
+    def _advance(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.orchestrator import advance, next_step
+
+        if options.get("tree"):
+            from pipeline.tree_advance import advance_step
+
+            step = options["step"] or options["project"]  # `advance --tree DIR <step>`
+            checkpoint = advance_step(options["tree"], step)
+            if not options["json"]:
+                self.stdout.write(self.style.SUCCESS(f"{step} advanced: {checkpoint.get('orchestrator_state')} "
+                                                     f"stage {checkpoint.get('pipeline_stage') or '-'}"))
+            return {"step": step, "checkpoint": checkpoint}
+        project = self._project(options["project"])
+        run = advance(project_id=project.pk, user=self._user(options.get("username")), step=options.get("step"))
+        project.refresh_from_db()
+        data = {"run_id": run.pk if run else None, "state": project.orchestrator_state,
+                "next": next_step(project).as_dict()}
+        if not options["json"]:
+            self.stdout.write(self.style.SUCCESS(f"{project.slug}: {project.orchestrator_state}; next: "
+                                                 f"{data['next']['step'] or '-'} ({data['next']['reason']})"))
+        return data
+
+    def _packet(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pathlib import Path
+
+        from pipeline.packets import instruction_packet, packet_manifest_path
+        from projects.filetree.canonical import dump_json
+
+        project = self._project(options["project"])
+        packet = instruction_packet(project, options["step"], embed_brief=options["embed_brief"])
+        data: dict[str, Any] = {"packet": packet}
+        if options.get("write"):
+            target = Path(options["write"]) / packet_manifest_path(options["step"])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(dump_json(packet))
+            data["written_manifest_path"] = str(target)
+        if not options["json"]:
+            self.stdout.write(json.dumps(packet, ensure_ascii=False, indent=2))
+        return data
+
+    def _validate(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.tree_steps import validate_step
+
+        check = validate_step(options["tree"], options["step"])
+        data = {"step": options["step"], "ok": check.ok, "errors": check.errors, "warnings": check.warnings}
+        if not check.ok:
+            raise InvalidData(f"{options['step']}: " + "; ".join(check.errors), extra=data)
+        if not options["json"]:
+            self.stdout.write(self.style.SUCCESS(f"{options['step']}: valid"))
+            for warning in check.warnings:
+                self.stdout.write(self.style.WARNING(f"  warning: {warning}"))
+        return data
+
+    def _plan(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.orchestrator import next_step
+        from pipeline.stages.plan import volume_plan_start
+
+        project = self._project(options["project"])
+        run = volume_plan_start(project_id=project.pk, notes=options["notes"])
+        project.refresh_from_db()
+        data = {"run_id": run.pk, "next": next_step(project).as_dict()}
+        if not options["json"]:
+            self.stdout.write(self.style.SUCCESS(f"planning volume {project.current_volume}: "
+                                                 f"{data['next']['reason']}"))
+        return data
+
+    def _answer(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.gates import gate_answer_submit
+        from pipeline.models import GateQuestion, GateStatus
+
+        project = self._project(options["project"])
+        user = self._user(options["username"])
+        from projects.permissions import Action
+        from projects.selectors import project_get_for_member
+
+        project_get_for_member(user=user, slug=project.slug, action=Action.DECIDE)
+        try:
+            answers = json.loads(options["answers"])
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"answers: not JSON: {exc}", returncode=2) from exc
+        questions = GateQuestion.objects.filter(project=project, status=GateStatus.OPEN)
+        if options.get("question"):
+            questions = questions.filter(pk=options["question"])
+        found = list(questions[:2])
+        if len(found) != 1:
+            raise CommandError("no open question" if not found else "several open questions: pass --question",
+                               returncode=2)
+        answer = gate_answer_submit(question_id=found[0].pk, answers=answers, user=user)
+        if not options["json"]:
+            self.stdout.write(self.style.SUCCESS(f"answered {found[0].step} ({found[0].topic})"))
+        return {"question_id": found[0].pk, "answer": answer.answer}
+
+    def _rewrite(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.rewrite import chapter_rewrite_start
+
+        project = self._project(options["project"])
+        run = chapter_rewrite_start(project_id=project.pk, chapter=options["chapter"], notes=options["notes"],
+                                    user=self._user(options.get("username")))
+        run.refresh_from_db()
+        data = {"run_id": run.pk, "kind": run.kind, "status": run.status}
+        if not options["json"]:
+            how = "rolled back and rewritten" if run.kind == "chapter" else "revised (text only)"
+            self.stdout.write(self.style.SUCCESS(f"chapter {options['chapter']}: {how}; run {run.pk} is {run.status}"))
+        return data
+
+    def _ask(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.ask import check_answer, validate_answer_spec, validate_question_spec
+
+        def load(path: str) -> Any:
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    return json.load(handle)
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise CommandError(f"{path}: {exc}", returncode=2) from exc
+
+        document = load(options["file"])
+        is_answer = isinstance(document, dict) and "answers" in document
+        errors = validate_answer_spec(document) if is_answer else validate_question_spec(document)
+        if is_answer and options.get("questions") and not errors:
+            errors = check_answer(document, load(options["questions"]))
+        kind = "AnswerSpec" if is_answer else "QuestionSpec"
+        if errors:
+            raise InvalidData(f"{options['file']}: invalid {kind}: " + "; ".join(errors), extra={"errors": errors})
+        if not options["json"]:
+            self.stdout.write(self.style.SUCCESS(f"{options['file']}: a valid {kind}"))
+        return {"file": options["file"], "kind": kind, "errors": []}
 
     def _status(self, options: dict[str, Any]) -> dict[str, Any]:
         project = Project.objects.filter(slug=options["project"]).first()
