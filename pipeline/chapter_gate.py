@@ -37,8 +37,12 @@ def chapter_pause_apply(*, project: Project, run, question, answers: dict, user)
         skill.write_content("revision", "required_fixes", fixes or ["按评审意见修订"])
         next_stage = "draft"
         checkpoint = {"pipeline_stage": PipelineStage.REVISING, "revision_count": project.revision_count + 1}
-    run.blackboard, run.stage, run.status = board.to_dict(), next_stage, RunStatus.QUEUED
+    # an outside executor's chapter (pipeline.import_step) waits for its next draft to be imported
+    external = next_stage == "draft" and board.as_("slicer").read_meta("external")
+    run.blackboard, run.stage = board.to_dict(), next_stage
+    run.status = RunStatus.WAITING if external else RunStatus.QUEUED
     run.save(update_fields=["blackboard", "stage", "status", "updated_at"])
     if checkpoint:
         checkpoint_update(project.pk, **checkpoint)
-    enqueue_stage(run.pk, next_stage)
+    if not external:
+        enqueue_stage(run.pk, next_stage)

@@ -15,9 +15,11 @@ from typing import Any
 from django.db import transaction
 
 from pipeline.ask import format_step_id
+from pipeline.batch_budget import run_is_budget_waiting
 from pipeline.book_runs import active_run
 from pipeline.errors import PipelineNotReady
 from pipeline.models import GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus
+from pipeline.nightly import run_budget_resume
 from pipeline.runs import checkpoint_update, chapter_run_start, run_retry
 from pipeline.stages.plan import plan_range, volume_plan_start
 from pipeline.stages.quickstart import PHASES, quickstart_start
@@ -35,7 +37,9 @@ class NextStep:
 
     step: str | None
     reason: str
-    action: str  # start_quickstart | start_plan | write_chapter | start_review | retry | heal | answer_gate | wait
+    # start_quickstart | start_plan | write_chapter | start_review | retry | resume | heal | answer_gate |
+    # import_step (an outside executor's run waits for its next step) | wait
+    action: str
     inflight: dict[str, Any] = field(default_factory=dict)
     evidence: dict[str, Any] = field(default_factory=dict)
     run_id: int | None = None
@@ -82,6 +86,8 @@ def _next_for_run(run: PipelineRun, inflight: dict[str, Any]) -> NextStep:
     if run.status == RunStatus.ERROR:
         return NextStep(step, f"error_retry:{run.error[:300]}", "retry", inflight, run_id=run.pk)
     if run.status == RunStatus.WAITING:
+        if run_is_budget_waiting(run):
+            return NextStep(step, "waiting:cost_cap", "resume", inflight, run_id=run.pk)
         question = GateQuestion.objects.filter(run=run, status=GateStatus.OPEN).order_by("-pk").first()
         if question is not None:
             evidence = {"topic": question.topic, "answer_path": question.answer_path}
@@ -89,6 +95,8 @@ def _next_for_run(run: PipelineRun, inflight: dict[str, Any]) -> NextStep:
                 evidence["blocked"] = run.error
             return NextStep(question.step, f"waiting_for_answer:{question.topic}", "answer_gate", inflight, evidence,
                             run_id=run.pk, question_id=question.pk)
+        if run.blackboard.get("meta", {}).get("external"):  # an outside executor runs it (pipeline.import_step)
+            return NextStep(step, "external:waiting_for_import", "import_step", inflight, run_id=run.pk)
         return NextStep(step, "waiting", "wait", inflight, run_id=run.pk)
     return NextStep(step, f"{run.status}:{run.kind}", "wait", inflight, run_id=run.pk)
 
@@ -165,6 +173,8 @@ def advance(*, project_id: int, user=None, step: str | None = None) -> PipelineR
         return chapter_run_start(project_id=project_id, user=user)
     if action == "retry":
         return run_retry(run_id=upcoming.run_id, user=user)
+    if action == "resume":  # a chapter parked at the night's cost cap: a person decides to spend
+        return run_budget_resume(run_id=upcoming.run_id, user=user)
     if action == "answer_gate":
         raise PipelineNotReady(f"{upcoming.step} waits for an answer ({upcoming.evidence.get('topic')})",
                                extra={"next": upcoming.as_dict()})

@@ -455,3 +455,96 @@ def test_an_outside_executor_runs_a_step_against_an_exported_tree(sample_project
     checkpoint = json.loads(capsys.readouterr().out)["data"]["checkpoint"]
     assert (checkpoint["pipeline_stage"], checkpoint["inflight_chapter"]) == ("drafting", 1)
     assert json.loads((tree / ".checkpoint.json").read_text(encoding="utf-8"))["inflight_chapter"] == 1
+
+
+def test_an_outside_executor_writes_a_whole_chapter_through_import_step(sample_project, tmp_path, capsys):
+    """draft → summarize → refine → judge → commit, each written into the tree by the executor,
+    validated and imported; the server never calls its own LLM for the chapter and commits it."""
+    import random
+
+    from pipeline.jacquard.filament import parse
+    from pipeline.llm.offline.writers import WRITERS
+    from projects.models import StoryState
+
+    call_command("novel", "export", "demo", str(tmp_path / "tree"))
+    capsys.readouterr()
+    tree, staging = tmp_path / "tree", tmp_path / "tree" / "staging"
+    rng = random.Random(7)
+    cast = [{"slug": "lin-feng", "display_name": "林枫"}]
+    draft = WRITERS["draft"]({"chapter": 1, "title": "雪夜", "characters": cast, "objectives": ["入林"],
+                              "place": "北境雪原", "target_chars": 3000, "blacklist": []}, rng)["chapter"]
+    summary = WRITERS["summarize"]({"chapter": 1, "title": "雪夜", "storyline_id": "main-arc", "characters": cast,
+                                    "place": "北境雪原", "foreshadowing_updates": {}}, rng)
+    evaluation = WRITERS["judge"]({"chapter": 1, "objectives": [{"id": "OBJ-1-1", "description": "入林",
+                                                                  "required": True}]}, rng)["evaluation"]
+    version = StoryState.objects.get(project=sample_project).state_version
+
+    def write(rel: str, text: str) -> None:
+        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+        (staging / rel).write_text(text, encoding="utf-8")
+
+    def step(name: str) -> dict:
+        call_command("novel", "--json", "import-step", "demo", str(tree), name)
+        return json.loads(capsys.readouterr().out)["data"]
+
+    with pytest.raises(SystemExit):  # nothing staged: refused, nothing imported
+        call_command("novel", "--json", "import-step", "demo", str(tree), "chapter:001:draft")
+    assert json.loads(capsys.readouterr().out)["error"]["code"] == "step_validation_failed"
+    assert not PipelineRun.objects.filter(project=sample_project).exists()
+
+    write("chapters/chapter-001.md", draft)
+    assert step("chapter:001:draft") == {"step": "chapter:001:draft", "run_id": step_run_id(sample_project),
+                                         "next_stage": "summarize", "status": "waiting"}
+    assert next_step(sample_project).action == "import_step"
+    write("summaries/chapter-001-summary.md", summary["summary"])
+    write("state/chapter-001-delta.json", json.dumps({"chapter": 1, "base_state_version": version,
+                                                      "storyline_id": "main-arc", "ops": [
+        {"op": "set", "path": "characters.lin-feng.location", "value": "幽暗森林"}]}, ensure_ascii=False))
+    write("state/chapter-001-crossref.json", "{}")
+    write("storylines/main-arc/memory.md", summary["memory"])
+    assert step("chapter:001:summarize")["next_stage"] == "refine"
+    assert step("chapter:001:refine")["next_stage"] == "judge"
+    write("evaluations/chapter-001-eval.json", parse(evaluation, ["evaluation"]).texts["evaluation"]
+          if evaluation.lstrip().startswith("<") else evaluation)
+    assert step("chapter:001:judge")["next_stage"] == "commit"
+    step("chapter:001:commit")
+    sample_project.refresh_from_db()
+    assert sample_project.last_completed_chapter == 1
+    assert StoryState.objects.get(project=sample_project).state_version == version + 1
+    assert Chapter.objects.get(project=sample_project, number=1).text.strip()
+    from pipeline.models import LLMCall
+    assert not LLMCall.objects.filter(run__project=sample_project, call_key__regex=r":(draft|summarize|refine|judge):").exists()
+
+
+def step_run_id(project: Project) -> int:
+    return PipelineRun.objects.filter(project=project).values_list("pk", flat=True).get()
+
+
+def test_an_outside_executors_volume_plan_is_imported_and_waits_for_approval(sample_project, tmp_path, capsys,
+                                                                               make_user):
+    import random
+
+    from pipeline.llm.offline.writers import WRITERS
+
+    chapter_run_start(project_id=sample_project.pk, batch_remaining=2)
+    call_command("novel", "export", "demo", str(tmp_path / "tree"))
+    capsys.readouterr()
+    base = tmp_path / "tree" / "staging" / "volumes" / "vol-01"
+    (base / "chapter-contracts").mkdir(parents=True)
+    plan = WRITERS["plan"]({"volume": 1, "chapter_start": 4, "chapter_end": 30, "storylines": ["main-arc"],
+                            "characters": [{"slug": "lin-feng", "display_name": "林枫"}],
+                            "previous_state_keys": ["lin-feng", "chen-lao"]}, random.Random(3))
+    (base / "outline.md").write_text(plan["outline"], encoding="utf-8")
+    (base / "storyline-schedule.json").write_text(plan["schedule"], encoding="utf-8")
+    (base / "foreshadowing.json").write_text(plan["foreshadowing"], encoding="utf-8")
+    (base / "new-characters.json").write_text(plan["new_characters"], encoding="utf-8")
+    for contract in json.loads(plan["contracts"]):
+        (base / "chapter-contracts" / f"chapter-{contract['chapter']:03d}.json").write_text(
+            json.dumps(contract, ensure_ascii=False), encoding="utf-8")
+    call_command("novel", "--json", "import-step", "demo", str(tmp_path / "tree"), "volume:outline")
+    assert json.loads(capsys.readouterr().out)["data"]["next_stage"] == "volume:validate"
+    question = open_question(sample_project)
+    assert question.topic == "volume.01.plan_approval"
+    gate_answer_submit(question_id=question.pk, user=make_user("boss", superuser=True), answers={"decision": "approve"})
+    assert ChapterContract.objects.filter(project=sample_project).count() == 30
+    assert state(sample_project) == OrchestratorState.WRITING

@@ -1,7 +1,7 @@
 """``python manage.py novel <subcommand>``: the command-line face of Novelsite.
 
 Subcommands: ``demo`` (load the demo novel), ``status``, ``next``, ``advance`` (a project, or an exported
-tree with ``--tree``), ``packet``, ``validate --tree``, ``plan``, ``answer``, ``rewrite``, ``ask validate``,
+tree with ``--tree``), ``packet``, ``validate --tree``, ``import-step``, ``plan``, ``answer``, ``rewrite``, ``ask validate``,
 ``write``, ``export`` and ``import``. With ``--json`` the output is the
 original tool's envelope (facts §1): ``{"ok": true, "command", "data"}`` or
 ``{"ok": false, "command", "error": {"message", "code"}}`` with exit code 2.
@@ -26,8 +26,8 @@ from projects.selectors import project_status
 
 
 class Command(BaseCommand):
-    help = ("Novelsite's novel commands: demo, status, next, advance, packet, validate, plan, answer, rewrite, "
-            "ask validate, write, export, import.")
+    help = ("Novelsite's novel commands: demo, status, next, advance, packet, validate, import-step, plan, answer, "
+            "rewrite, ask validate, write, export, import.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--json", action="store_true", help="Print the JSON envelope instead of text.")
@@ -62,6 +62,12 @@ class Command(BaseCommand):
         packet.add_argument("step", help="Step id, e.g. chapter:004:draft, volume:outline, quickstart:world.")
         packet.add_argument("--embed-brief", action="store_true", help="Embed the first 2000 characters of the brief.")
         packet.add_argument("--write", metavar="TREE", help="Also write it to TREE/staging/manifests/<step>.packet.json.")
+        take = sub.add_parser("import-step", help="Take a step's staged outputs from an exported tree into the "
+                                                  "project, after validating them (chapter steps, volume:outline).")
+        take.add_argument("project", help="Project slug.")
+        take.add_argument("tree", help="The tree's directory, where the outside executor wrote staging/.")
+        take.add_argument("step", help="Step id, e.g. chapter:004:draft.")
+        take.add_argument("--as", dest="username", help="Username the step is taken for (recorded).")
         check = sub.add_parser("validate", help="Validate a step's outputs in an exported tree (facts §5–§8).")
         check.add_argument("step", help="Step id.")
         check.add_argument("--tree", required=True, help="The tree's directory (where .checkpoint.json is).")
@@ -88,7 +94,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         command = options["subcommand"]
         try:
-            data = getattr(self, f"_{command}")(options)
+            data = getattr(self, f"_{command.replace('-', '_')}")(options)
         except (NovelsiteError, Project.DoesNotExist, CommandError) as exc:
             message = getattr(exc, "message", None) or str(exc)
             if options["json"]:  # every failure gets the envelope (facts §1), not only the Novelsite ones
@@ -215,6 +221,19 @@ class Command(BaseCommand):
         if not options["json"]:
             self.stdout.write(json.dumps(packet, ensure_ascii=False, indent=2))
         return data
+
+    def _import_step(self, options: dict[str, Any]) -> dict[str, Any]:
+        from dataclasses import asdict as as_dict
+
+        from pipeline.import_step import step_import
+
+        project = self._project(options["project"])
+        imported = step_import(project_id=project.pk, tree=options["tree"], step=options["step"],
+                               user=self._user(options.get("username")))
+        if not options["json"]:
+            self.stdout.write(self.style.SUCCESS(f"{imported.step} imported; the run is {imported.status} at "
+                                                 f"{imported.next_stage}"))
+        return as_dict(imported)
 
     def _validate(self, options: dict[str, Any]) -> dict[str, Any]:
         from pipeline.tree_steps import validate_step

@@ -1,0 +1,195 @@
+"""``novel import-step <project> <tree> <step>``: an outside executor (a coding agent using the
+original tool's skills) ran a step against an exported tree; its staged outputs come into the
+project once they validate (``pipeline.tree_steps``; facts §9: never advance after a failed validate).
+
+Chapter steps (draft, summarize, refine, judge, commit) go through an *external* chapter run: the
+server never calls its own LLM for it; after each imported step the run waits at the next one, the
+judge's gate is recomputed by the server (facts §11), and ``commit`` is the server's own commit
+(one transaction, facts §7.4). ``volume:outline`` stages the executor's plan in a plan run that
+then waits for approval like any other. Quick-start and review steps are run by the server.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+
+from pipeline.ask import parse_step_id
+from pipeline.blackboard import Blackboard
+from pipeline.book_runs import active_run, book_run_create, run_resume_at, stage_content
+from pipeline.errors import PipelineNotReady
+from pipeline.gate import GateSettings, decide
+from pipeline.lock_objects import run_lock
+from pipeline.models import PipelineRun, RunKind, RunStatus
+from pipeline.plan_validation import validate_volume_plan
+from pipeline.runs import _chapter_run_create, checkpoint_update
+from pipeline.stages.draft import split_chapter
+from pipeline.stages.judge import pause_question
+from pipeline.stages.plan import STEPS as PLAN_STEPS
+from pipeline.stages.plan import plan_data, plan_files, plan_of, plan_range, previous_contract
+from pipeline.step_files import chapter_staging, plan_dir, staged_memory_path
+from pipeline.tree_advance import StepValidationFailed
+from pipeline.tree_reader import TreeReader
+from pipeline.tree_steps import validate_step
+from projects.errors import InvalidData
+from projects.json_validation import json_issues
+from projects.lock_objects import project_lock
+from projects.models import OrchestratorState, PipelineStage, Project
+
+EXTERNAL = "external"  # meta key of a run whose steps an outside executor runs
+
+
+@dataclass(frozen=True)
+class Imported:
+    step: str
+    run_id: int
+    next_stage: str
+    status: str
+
+
+def step_import(*, project_id: int, tree: str | Path, step: str, user=None) -> Imported:
+    """Validate ``step``'s outputs in ``tree`` and take them into the project. Raises
+    StepValidationFailed (the validation's errors, nothing imported), PipelineNotReady (the project
+    is not at that step) or InvalidData."""
+    check = validate_step(tree, step)
+    if not check.ok:
+        raise StepValidationFailed(f"{step}: " + "; ".join(check.errors),
+                                   extra={"errors": check.errors, "warnings": check.warnings})
+    parsed = parse_step_id(step)
+    if parsed.kind == "chapter":
+        return _chapter_import(project_id, Path(tree), parsed.chapter, parsed.phase, step, user)
+    if step == "volume:outline":
+        return _plan_import(project_id, Path(tree), step, user)
+    raise PipelineNotReady(f"{step}: the server runs {parsed.kind} steps itself (novel advance); only chapter "
+                           "steps and volume:outline are imported from a tree")
+
+
+def _read(tree: Path, rel: str, *, as_json: bool = False) -> Any:
+    errors: list[str] = []
+    reader = TreeReader(tree, errors)
+    value = reader.json(rel) if as_json else reader.text(rel)
+    if errors:
+        raise InvalidData("; ".join(errors))
+    return value
+
+
+CHAPTER_ORDER = {"draft": "summarize", "summarize": "refine", "refine": "judge", "judge": "commit"}
+STAGE_AFTER = {"draft": PipelineStage.DRAFTING, "summarize": PipelineStage.DRAFTED, "refine": PipelineStage.REFINED,
+               "judge": PipelineStage.JUDGED}
+
+
+@transaction.atomic(durable=True)
+def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: str, user) -> Imported:
+    project = project_lock(project_id)
+    run = _external_chapter_run(project, number, phase, user)
+    run = run_lock(run.pk)
+    if run.stage != phase:
+        raise PipelineNotReady(f"{step}: chapter {number} is at {run.stage}, not {phase}")
+    board = Blackboard(run.blackboard)
+    worker, paths = board.as_("worker"), chapter_staging(number)
+    if phase == "commit":  # the server's own commit, as for any chapter
+        run_resume_at(run, "commit", board)
+        return Imported(step, run.pk, "commit", RunStatus.QUEUED)
+    checkpoint: dict[str, Any] = {"pipeline_stage": STAGE_AFTER[phase]}
+    next_stage, status, question = CHAPTER_ORDER[phase], RunStatus.WAITING, None
+    if phase in ("draft", "refine"):
+        title, body = split_chapter(_read(tree, paths.chapter), f"第{number}章")
+        worker.write_content("chapter", "title", title)
+        worker.write_content("chapter", "draft" if phase == "draft" else "refined", body)
+        if phase == "draft":
+            worker.write_content("chapter", "refined", None)
+    elif phase == "summarize":
+        delta = _read(tree, paths.delta, as_json=True)
+        if issues := json_issues("STATE_DELTA", delta):
+            raise InvalidData(f"{paths.delta}: " + "; ".join(map(str, issues)))
+        worker.write_content("summary", "text", _read(tree, paths.summary))
+        worker.write_content("summary", "delta", delta)
+        worker.write_content("summary", "crossref", _read(tree, paths.crossref, as_json=True))
+        worker.write_content("summary", "memory", _read(tree, staged_memory_path(delta["storyline_id"])))
+    else:  # judge: the server recomputes the gate from the executor's evaluation (facts §11)
+        evaluation = _read(tree, paths.evaluation, as_json=True)
+        if issues := json_issues("EVALUATION", evaluation):
+            raise InvalidData(f"{paths.evaluation}: " + "; ".join(map(str, issues)))
+        result = decide(evaluation, revision_count=project.revision_count,
+                        settings=GateSettings.from_project_settings(project.gate_settings))
+        worker.write_content("evaluation", "data", evaluation)
+        worker.write_content("gate", "result", {**result.as_dict(), "revisions": project.revision_count})
+        next_stage = {"pass": "commit", "force_passed": "commit", "polish": "refine", "revise": "draft"}.get(
+            result.decision, "gate")
+        if result.decision == "revise":
+            worker.write_content("revision", "required_fixes", result.required_fixes)
+            checkpoint.update(pipeline_stage=PipelineStage.REVISING, revision_count=project.revision_count + 1)
+        if next_stage == "gate":
+            spec = pause_question(number, result.decision, result.overall)
+            question = {"step": step, "topic": spec["topic"], "spec": spec,
+                        "answer_path": f"staging/novel-ask/chapter-{number:03d}-judge.answers.json"}
+    run.blackboard, run.stage, run.status = board.to_dict(), next_stage, status
+    run.save(update_fields=["blackboard", "stage", "status", "updated_at"])
+    checkpoint_update(project.pk, **checkpoint)
+    if question is not None:
+        from pipeline.gates import question_open
+
+        question_open(run=run, step=question["step"], spec=question["spec"], answer_path=question["answer_path"])
+    return Imported(step, run.pk, next_stage, status)
+
+
+def _external_chapter_run(project: Project, number: int, phase: str, user) -> PipelineRun:
+    """The chapter's external run; a draft of the next chapter starts one."""
+    run = active_run(project)
+    if run is not None:
+        meta = run.blackboard.get("meta", {})
+        if run.kind != RunKind.CHAPTER or run.chapter != number or not meta.get(EXTERNAL):
+            raise PipelineNotReady(f"{project.slug} is busy with {run} (not an outside executor's chapter {number})")
+        return run
+    if phase != "draft":
+        raise PipelineNotReady(f"chapter {number} has no draft yet: import chapter:{number:03d}:draft first")
+    if number != project.last_completed_chapter + 1:
+        raise PipelineNotReady(f"the next chapter is {project.last_completed_chapter + 1}, not {number}")
+    run = _chapter_run_create(project, user=user)  # its queued draft wake-up finds the run moved on
+    board = Blackboard(run.blackboard)
+    board.as_("orchestrator").write_meta(EXTERNAL, True)
+    run.blackboard, run.status = board.to_dict(), RunStatus.WAITING
+    run.save(update_fields=["blackboard", "status", "updated_at"])
+    return run
+
+
+@transaction.atomic(durable=True)
+def _plan_import(project_id: int, tree: Path, step: str, user) -> Imported:
+    """The executor's staged plan becomes the plan run's, validated; then it waits for approval."""
+    project = project_lock(project_id)
+    unplanned = not project.chapter_contracts.filter(chapter=project.last_completed_chapter + 1).exists()
+    planning = project.orchestrator_state == OrchestratorState.VOL_PLANNING or (
+        project.orchestrator_state == OrchestratorState.WRITING and unplanned)  # facts §15.4
+    if not planning or active_run(project) is not None:
+        raise PipelineNotReady(f"{project.slug} is not ready to plan a volume ({project.orchestrator_state}, "
+                               f"{'busy' if active_run(project) else 'its next chapter is planned'})")
+    start, end, seed = plan_range(project)
+    volume = project.current_volume
+    base = plan_dir(volume, staged=True)
+    data = {"volume": volume, "chapter_start": start, "chapter_end": end,
+            "outline": _read(tree, f"{base}/outline.md"),
+            "schedule": _read(tree, f"{base}/storyline-schedule.json", as_json=True),
+            "foreshadowing": _read(tree, f"{base}/foreshadowing.json", as_json=True),
+            "new_characters": _read(tree, f"{base}/new-characters.json", as_json=True),
+            "contracts": {str(n): _read(tree, f"{base}/chapter-contracts/chapter-{n:03d}.json", as_json=True)
+                          for n in range(start, end + 1)}}
+    plan = plan_of(data)
+    report = validate_volume_plan(plan, previous_contract=previous_contract(project, start))
+    if not report.ok:
+        raise InvalidData("the plan breaks the planning rules: " + "; ".join(report.errors),
+                          extra={"errors": report.errors})
+    run = book_run_create(project, kind=RunKind.PLAN, steps=PLAN_STEPS, user=user, volume=volume,
+                          status=RunStatus.WAITING, meta={"volume": volume, "chapter_start": start, "chapter_end": end,
+                                                          "seed_range": seed, EXTERNAL: True})
+    board = Blackboard(run.blackboard)
+    stage_content(board, "plan", plan_data(plan), plan_files(plan))
+    board.as_("worker").write_content("book", "plan_warnings", report.warnings)
+    run_resume_at(run, "volume:validate", board)  # the server's validate step opens the approval question
+    checkpoint_update(project.pk, volume_pipeline_stage="validate", orchestrator_state=OrchestratorState.VOL_PLANNING,
+                      run=run, actor=user, from_state=project.orchestrator_state,
+                      reason=f"an outside executor's plan of volume {volume} imported")
+    return Imported(step, run.pk, "volume:validate", RunStatus.QUEUED)
+
+
