@@ -12,6 +12,10 @@ class PipelineConfig(AppConfig):
         from projects.filetree.hooks import register_staging_writer
 
         register_staging_writer(staging_files_of)
+        from pipeline.promotion.snapshot import promotions_import, promotions_of
+        from projects.filetree.hooks import register_extension
+
+        register_extension("promotions/", writer=promotions_of, reader=promotions_import)
         # the NOVEL_ASK answer handlers of each step kind register themselves on import
         import pipeline.chapter_gate  # noqa: F401
         import pipeline.stage_runner  # noqa: F401  (quick start, planning and review steps)

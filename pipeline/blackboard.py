@@ -87,8 +87,16 @@ class BlackboardView:
         self._check("meta", "write")
         self._board._meta[key] = copy.deepcopy(value)
 
-    def write_content(self, zone: str, key: str, value: Any) -> None:
+    def write_content(self, zone: str, key: str | None, value: Any) -> None:
+        """``key`` None writes the zone entry itself (seed 001's ``hashtags`` is a list, not an object)."""
         self._check("content", "write")
+        if key is None:
+            if zone in self._board._content:
+                versions = self._board._history.setdefault(zone, [])
+                versions.append({"version": len(versions) + 1, "value": self._board._content[zone],
+                                 "replaced_at": _now()})
+            self._board._content[zone] = copy.deepcopy(value)
+            return
         section = self._board._content.setdefault(zone, {})
         if key in section:
             versions = self._board._history.setdefault(f"{zone}.{key}", [])

@@ -260,3 +260,20 @@ class BatchRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id} {self.date} ({self.status})"
+
+
+class SensitiveWordList(models.Model):
+    """A project's own sensitive words for promotion posts (seed 001's sensitive filter), each with
+    the word that replaces it ("" drops it); added to the shipped default list, overriding it."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="sensitive_words")
+    words = models.JSONField(default=dict, blank=True, help_text='{"word": "replacement", …}')
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def clean(self) -> None:
+        if not isinstance(self.words, dict) or not all(
+                isinstance(k, str) and k.strip() and isinstance(v, str) for k, v in self.words.items()):
+            raise ValidationError({"words": 'an object of non-empty words to their replacements, e.g. {"最": ""}'})
+
+    def __str__(self) -> str:
+        return f"sensitive words of {self.project_id}"

@@ -277,6 +277,8 @@ def run_mark_error(*, run_id: int, error: str, stage: str | None = None) -> None
     run.blackboard, run.status, run.error = board.to_dict(), RunStatus.ERROR, error[:2000]
     run.lease_owner, run.lease_expires_at = "", None
     run.save()
+    if run.kind == RunKind.PROMOTION:  # a post runs beside the book: its failure does not stop the book
+        return
     checkpoint_update(project_id, orchestrator_state=OrchestratorState.ERROR_RETRY, run=run,
                       reason=f"{run.stage}: retries spent: {error[:200]}")
     batch_end(run, reason=StopReason.ERROR, detail=f"chapter {run.chapter}, {run.stage}: {error[:300]}")
@@ -305,8 +307,9 @@ def run_retry(*, run_id: int, user=None) -> PipelineRun:
         raise PipelineNotReady(f"run {run.pk} is {run.status}, not in error")
     run.status, run.attempt, run.error = RunStatus.QUEUED, 0, ""
     run.save()
-    checkpoint_update(project_id, orchestrator_state=_resume_state(run), run=run, actor=user,
-                      reason=f"retry of {run.stage}")
+    if run.kind != RunKind.PROMOTION:
+        checkpoint_update(project_id, orchestrator_state=_resume_state(run), run=run, actor=user,
+                          reason=f"retry of {run.stage}")
     enqueue_stage(run.pk, run.stage)
     return run
 
@@ -324,7 +327,9 @@ def run_cancel(*, run_id: int, user=None) -> None:
         return
     run.status, run.finished_at, run.lease_owner, run.lease_expires_at = RunStatus.CANCELLED, timezone.now(), "", None
     run.save()
-    if run.kind in (RunKind.CHAPTER, RunKind.REWRITE):
+    if run.kind == RunKind.PROMOTION:
+        pass  # a post runs beside the book: the book's state is not its to change
+    elif run.kind in (RunKind.CHAPTER, RunKind.REWRITE):
         checkpoint_update(project_id, inflight_chapter=None, pipeline_stage=PipelineStage.COMMITTED, revision_count=0,
                           orchestrator_state=OrchestratorState.WRITING, run=run, actor=user, reason="run cancelled")
     else:

@@ -14,6 +14,7 @@ from pipeline.llm.types import LLMError
 from pipeline.nightly import run_budget_stop
 from pipeline.runs import new_lease_owner, run_mark_error, stage_claim, stage_complete, stage_fail
 from pipeline.stages import commit, draft, judge, maintain, refine, summarize
+from pipeline.promotion.run import PROMOTION_STEPS
 from pipeline.stages.plan import PLAN_STEPS
 from pipeline.stages.quickstart import QUICKSTART_STEPS
 from pipeline.stages.review import REVIEW_STEPS
@@ -24,7 +25,8 @@ from projects.models import Project
 log = logging.getLogger(__name__)
 
 CHAPTER_STAGES = {"draft": draft, "summarize": summarize, "refine": refine, "judge": judge, "maintain": maintain}
-BOOK_STEPS = {**QUICKSTART_STEPS, **PLAN_STEPS, **REVIEW_STEPS}  # the steps of runs that are not chapters
+# the steps of runs that are not chapters
+BOOK_STEPS = {**QUICKSTART_STEPS, **PLAN_STEPS, **REVIEW_STEPS, **PROMOTION_STEPS}
 
 
 def stage_run(*, run_id: int, stage: str) -> None:

@@ -28,6 +28,12 @@ SAMPLE_CONTEXTS: dict[str, dict[str, Any]] = {
                       "wanted": [{"name": "白衣客", "role": "antagonist", "first_chapter": 35, "brief": "来历不明"}]},
     "style.j2": {"brief": "北境少年卷入宗门遗秘。", "genre": "xuanhuan", "sample": ""},
     "review.j2": {"volume": 1, "chapter_range": [1, 30], "low_chapters": [7]},
+    "promote_titles.j2": {"intent": "推广第 3 章", "platform": "xiaohongshu", "style": "casual", "topic": "雪夜来客"},
+    "promote_body.j2": {"style": "casual", "word_min": 200, "word_max": 800, "hook": "他为什么在雪夜回头？",
+                        "tone": "悬疑", "must_include": ["书名"], "must_avoid": ["剧透"]},
+    "promote_cta.j2": {"platform": "wechat", "opening": "雪夜里，他回头了。"},
+    "promote_hashtags.j2": {"topic": "雪夜来客", "platform": "xiaohongshu"},
+    "promote_platforms.j2": {"title": "雪夜来客", "body": "正文", "hashtags": ["网络小说"]},
 }
 
 

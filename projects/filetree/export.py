@@ -18,7 +18,7 @@ from projects.checkpoint import checkpoint_of
 from projects.filetree import paths
 from projects.filetree.canonical import dump_json, dump_json_line, dump_text
 from projects.filetree.changelogs import CHARACTER_MODELS, WORLD_MODELS, changelog_text
-from projects.filetree.hooks import staging_files
+from projects.filetree.hooks import extension_files, staging_files
 from projects.models import Chapter, Project
 
 CHAPTER_BATCH = 200
@@ -242,7 +242,7 @@ def tree_files(project: Project) -> Iterator[tuple[str, bytes]]:
     sections: Iterable[Iterator[tuple[str, bytes]]] = (
         _project_files(project), _research_and_world(project), _characters(project), _storylines(project),
         _volumes(project), _chapters(project), _state(project), _foreshadowing(project), _archives(project),
-        staging_files(project),
+        extension_files(project), staging_files(project),
     )
     for section in sections:
         for path, data in section:

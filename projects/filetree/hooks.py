@@ -1,6 +1,12 @@
-"""The exporter's one door to the pipeline: ``projects`` never imports ``pipeline``, so the
-pipeline registers a writer here (in ``PipelineConfig.ready``) that yields the ``staging/`` files
-of a project's in-flight runs and its NOVEL_ASK answers."""
+"""The file tree's doors to the pipeline: ``projects`` never imports ``pipeline``, so the pipeline
+registers here (in ``PipelineConfig.ready``):
+
+- a staging writer that yields the ``staging/`` files of a project's in-flight runs and its
+  NOVEL_ASK answers;
+- extensions of the canonical tree (``promotions/``): a writer for the export, and a reader the
+  importer hands the extension's files to, inside the import's transaction (a reader raises
+  ``TreeError`` naming the file to refuse the whole import).
+"""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
@@ -22,3 +28,34 @@ def staging_files(project: Project) -> Iterator[tuple[str, bytes]]:
             if not path.startswith("staging/"):
                 raise ValueError(f"a staging writer may only write under staging/, not {path!r}")
             yield path, data
+
+
+ExtensionWriter = Callable[[Project], Iterable[tuple[str, bytes]]]
+ExtensionReader = Callable[[Project, dict[str, str]], None]
+_extensions: dict[str, tuple[ExtensionWriter, ExtensionReader]] = {}
+
+
+def register_extension(prefix: str, *, writer: ExtensionWriter, reader: ExtensionReader) -> None:
+    """``prefix`` is a top-level directory of the tree, e.g. ``promotions/``."""
+    if not prefix.endswith("/") or "/" in prefix[:-1]:
+        raise ValueError(f"an extension owns a top-level directory like 'promotions/', not {prefix!r}")
+    _extensions[prefix] = (writer, reader)
+
+
+def extension_files(project: Project) -> Iterator[tuple[str, bytes]]:
+    for prefix, (writer, _reader) in sorted(_extensions.items()):
+        for path, data in writer(project):
+            if not path.startswith(prefix):
+                raise ValueError(f"the {prefix} extension may only write under it, not {path!r}")
+            yield path, data
+
+
+def extension_read(project: Project, files: dict[str, str]) -> set[str]:
+    """Hand each extension the imported files under its prefix; returns the paths it took."""
+    taken: set[str] = set()
+    for prefix, (_writer, reader) in sorted(_extensions.items()):
+        mine = {path: text for path, text in files.items() if path.startswith(prefix)}
+        if mine:
+            reader(project, mine)
+            taken |= set(mine)
+    return taken

@@ -20,6 +20,7 @@ from simple_history.utils import bulk_create_with_history
 from projects.evaluations import chapter_log_columns, evaluation_columns
 from projects.filetree.changelogs import IMPORT_REASON
 from projects.filetree.errors import TreeError
+from projects.filetree.hooks import extension_read
 from projects.filetree.parse import STORYLINE_LINE_RE, ParsedTree, chapter_storyline, chapter_volume, parse_tree
 from projects.filetree.source import TreeSource
 from projects.models import (
@@ -121,8 +122,9 @@ def _write(tree: ParsedTree, slug: str, owner: AbstractBaseUser | None) -> Proje
     _state(project, tree)
     _foreshadowing(project, tree)
     ArchivedSummary.objects.bulk_create([ArchivedSummary(project=project, **a) for a in tree.archives])
+    taken = extension_read(project, tree.extra_files)  # e.g. promotions/: read back by the pipeline
     ExtraFile.objects.bulk_create([ExtraFile(project=project, path=p, content=c)
-                                   for p, c in sorted(tree.extra_files.items())], batch_size=BATCH)
+                                   for p, c in sorted(tree.extra_files.items()) if p not in taken], batch_size=BATCH)
     return project
 
 

@@ -1,7 +1,7 @@
 """``python manage.py novel <subcommand>``: the command-line face of Novelsite.
 
 Subcommands: ``demo`` (load the demo novel), ``status``, ``next``, ``advance`` (a project, or an exported
-tree with ``--tree``), ``packet``, ``validate --tree``, ``import-step``, ``plan``, ``answer``, ``rewrite``, ``ask validate``,
+tree with ``--tree``), ``packet``, ``validate --tree``, ``import-step``, ``plan``, ``answer``, ``rewrite``, ``promote``, ``ask validate``,
 ``write``, ``export`` and ``import``. With ``--json`` the output is the
 original tool's envelope (facts §1): ``{"ok": true, "command", "data"}`` or
 ``{"ok": false, "command", "error": {"message", "code"}}`` with exit code 2.
@@ -27,7 +27,7 @@ from projects.selectors import project_status
 
 class Command(BaseCommand):
     help = ("Novelsite's novel commands: demo, status, next, advance, packet, validate, import-step, plan, answer, "
-            "rewrite, ask validate, write, export, import.")
+            "rewrite, promote, ask validate, write, export, import.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--json", action="store_true", help="Print the JSON envelope instead of text.")
@@ -85,6 +85,18 @@ class Command(BaseCommand):
         rewrite.add_argument("chapter", type=int, help="Chapter number.")
         rewrite.add_argument("--notes", required=True, help="What to change.")
         rewrite.add_argument("--as", dest="username", help="Username asking (recorded).")
+        promote = sub.add_parser("promote", help="Write a promotion post for a chapter, a range or a volume "
+                                                 "(seed 001) and print its platform versions.")
+        promote.add_argument("project", help="Project slug.")
+        where = promote.add_mutually_exclusive_group(required=True)
+        where.add_argument("--chapter", type=int, help="One chapter.")
+        where.add_argument("--chapters", help="A range, e.g. 3-5.")
+        where.add_argument("--volume", type=int, help="A volume.")
+        promote.add_argument("--platform", default="xiaohongshu", help="xiaohongshu, wechat, twitter or general.")
+        promote.add_argument("--style", default="casual",
+                             help="professional, casual, humorous, inspirational or educational.")
+        promote.add_argument("--intent", default="", help="What the post is for (default: promote the chapters).")
+        promote.add_argument("--as", dest="username", help="Username the post is written for (recorded).")
         ask = sub.add_parser("ask", help="NOVEL_ASK files (seed 003).")
         ask_sub = ask.add_subparsers(dest="ask_command", required=True)
         ask_validate = ask_sub.add_parser("validate", help="Validate a QuestionSpec or an AnswerSpec JSON file.")
@@ -299,6 +311,32 @@ class Command(BaseCommand):
             how = "rolled back and rewritten" if run.kind == "chapter" else "revised (text only)"
             self.stdout.write(self.style.SUCCESS(f"chapter {options['chapter']}: {how}; run {run.pk} is {run.status}"))
         return data
+
+    def _promote(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.models import PipelineRun
+        from pipeline.promotion.run import promotion_start
+        from pipeline.promotion.snapshot import seed_snapshot
+
+        project = self._project(options["project"])
+        if options.get("chapters"):
+            first, _, last = options["chapters"].partition("-")
+            if not (first.isdigit() and last.isdigit()):
+                raise CommandError("--chapters: a range like 3-5", returncode=2)
+            target = {"chapters": [int(first), int(last)]}
+        else:
+            target = {"chapter": options["chapter"]} if options.get("chapter") else {"volume": options["volume"]}
+        run = promotion_start(project_id=project.pk, target=target, platform=options["platform"],
+                              style=options["style"], intent=options["intent"],
+                              user=self._user(options.get("username")))
+        run = PipelineRun.objects.get(pk=run.pk)  # with a broker, the steps run on the workers
+        snapshot = seed_snapshot(run.blackboard)
+        if not options["json"]:
+            self.stdout.write(f"promotion {run.pk}: {run.status}")
+            for platform, version in (snapshot["content_zone"].get("platform_versions") or {}).items():
+                self.stdout.write(self.style.SUCCESS(f"\n[{platform}] {version['title']}"))
+                self.stdout.write(version["body"])
+                self.stdout.write(" ".join(f"#{tag}" for tag in version["hashtags"]))
+        return {"run_id": run.pk, "status": run.status, "snapshot": snapshot}
 
     def _ask(self, options: dict[str, Any]) -> dict[str, Any]:
         from pipeline.ask import check_answer, validate_answer_spec, validate_question_spec
