@@ -227,8 +227,9 @@ def _body(claim: Claim, project: Project, board: Blackboard, on_text=None) -> St
     body, scores = json_output(call, "body", stage="promote:body"), json_output(call, "scores", stage="promote:body")
     if not isinstance(body, dict) or not isinstance(body.get("content"), str) or not body["content"].strip():
         raise LLMBadOutput("promote:body: <body> needs a content text")
-    content = _apply_constraints(board, project, body["content"], constraints)
     worker = board.as_("worker")
+    worker.write_content("body", "_tmp_raw", body)  # the worker's own text, until the run completes (seed 001)
+    content = _apply_constraints(board, project, body["content"], constraints)
     worker.write_content("body", "content", content)
     worker.write_content("body", "sections", [
         {"title": str(s.get("title", "")), "content": _filter(board, project, str(s.get("content", "")), "body.sections")}
