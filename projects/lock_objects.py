@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from django.db import models
 
-from projects.models import Foreshadowing, Project, StoryState
+from projects.models import Foreshadowing, Project, Storyline, StoryState
 from projects.state_ops import empty_state
 
 M = TypeVar("M", bound=models.Model)
@@ -33,6 +33,12 @@ def story_state_lock(project: Project) -> StoryState:
     if state is None:
         state = StoryState.objects.create(project=project, data=empty_state())
     return state
+
+
+def storyline_lock(*, project: Project, slug: str) -> Storyline | None:
+    """The project's storyline ``slug``, locked (after the project and the state: its memory is
+    about to be overwritten by a commit); None if there is no such line."""
+    return Storyline.objects.select_for_update(of=("self",)).filter(project=project, slug=slug).first()
 
 
 def row_lock(instance: M) -> M:

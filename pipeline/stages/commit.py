@@ -62,9 +62,8 @@ def chapter_commit(*, claim: Claim) -> bool:
     run = run_lock(claim.run_id, with_context=False)
     _holding(run, claim)
     board = Blackboard(run.blackboard)
-    try:
-        with transaction.atomic():  # a savepoint: a stale patch leaves no partial chapter behind
-            chapter_commit_story(project=project, staged=staged_chapter(run, board))
+    try:  # chapter_commit_story is atomic (a savepoint here): a stale patch leaves no partial chapter
+        chapter_commit_story(project=project, staged=staged_chapter(run, board))
     except StalePatch as exc:
         board.as_("orchestrator").append_error("commit", "stale_state_version", exc.message)
         # the kept context holds the old state: summarize must read the current one

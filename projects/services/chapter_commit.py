@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from projects.errors import NovelsiteError
 from projects.evaluations import chapter_log_columns, evaluation_columns
-from projects.lock_objects import project_lock, row_lock
+from projects.lock_objects import project_lock_id, storyline_lock
 from projects.models import (
     ChangeSource,
     Chapter,
@@ -20,7 +20,6 @@ from projects.models import (
     OrchestratorState,
     PipelineStage,
     Project,
-    Storyline,
     Volume,
 )
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
@@ -56,14 +55,16 @@ def chapter_commit_story(*, project: Project, staged: StagedChapter) -> Chapter:
     memory, evaluation, log and checkpoint, together. A stale ``base_state_version`` raises
     ``StalePatch`` with nothing written; the caller sends the run back to summarize.
 
-    Locks: project, then StoryState (through the patch service), then the storyline row.
+    Locks: project, then StoryState (through the patch service), then the storyline row. The
+    caller passes the project as it read it under the project lock (the pipeline's commit does);
+    the lock is taken again (cheap, the same transaction) without re-reading the row.
     """
-    project = project_lock(project.pk)
+    project_lock_id(project.pk)
     if Chapter.objects.filter(project=project, number=staged.number).exists():
         raise ChapterAlreadyCommitted(f"chapter {staged.number} is already committed")
     story_state_apply_patch(project=project, delta=staged.delta, source=ChangeSource.PIPELINE)
     volume, _ = Volume.objects.get_or_create(project=project, number=staged.volume_number)
-    storyline = Storyline.objects.filter(project=project, slug=staged.storyline_slug).first()
+    storyline = storyline_lock(project=project, slug=staged.storyline_slug)  # its memory is overwritten below
     chapter = Chapter(project=project, volume=volume, number=staged.number, storyline=storyline,
                       title=staged.title[:200], text=staged.text)
     chapter.save()
@@ -71,9 +72,8 @@ def chapter_commit_story(*, project: Project, staged: StagedChapter) -> Chapter:
                                   text=staged.summary)
     if storyline is not None and staged.memory is not None:
         # facts §7.4 / §15.3: the memory file is overwritten (the CLI's refusal is a bug)
-        line = row_lock(storyline)
-        line.memory, line.version = staged.memory[:STORYLINE_MEMORY_MAX_CHARS], line.version + 1
-        line.save(update_fields=["memory", "version"])
+        storyline.memory, storyline.version = staged.memory[:STORYLINE_MEMORY_MAX_CHARS], storyline.version + 1
+        storyline.save(update_fields=["memory", "version"])
     Evaluation.objects.create(project=project, chapter=chapter, data=staged.evaluation,
                               **evaluation_columns(staged.evaluation))
     ChapterLog.objects.create(project=project, chapter=chapter, data=staged.log, **chapter_log_columns(staged.log))

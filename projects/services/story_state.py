@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from projects.lock_objects import project_lock, story_state_lock
+from projects.lock_objects import project_lock_id, story_state_lock
 from projects.models import ChangeSource, Project, StateChange, Volume
 from projects.services.foreshadowing import foreshadowing_apply_ops
 from projects.state_ops import apply_delta, foreshadow_ops
@@ -27,7 +27,7 @@ def story_state_apply_patch(
     Locks: project, then StoryState (projects/lock_objects.py order). Safe to call inside a
     larger transaction such as the chapter commit.
     """
-    project_lock(project.pk)
+    project_lock_id(project.pk)
     state = story_state_lock(project)
     new_data = apply_delta(state.data, delta)  # raises before anything is written
     state.data = new_data
@@ -44,12 +44,9 @@ def story_state_apply_patch(
         source=source,
         created_by=user,
     )
-    volume = Volume.objects.filter(project=project, number=project.current_volume).first()
-    foreshadowing_apply_ops(
-        project=project,
-        chapter=delta["chapter"],
-        storyline_slug=delta["storyline_id"],
-        ops=foreshadow_ops(delta),
-        volume=volume,
-    )
+    ops = foreshadow_ops(delta)
+    if ops:  # most chapters touch no foreshadowing: no ledger work, no volume plan read
+        volume = Volume.objects.filter(project=project, number=project.current_volume).first()
+        foreshadowing_apply_ops(project=project, chapter=delta["chapter"], storyline_slug=delta["storyline_id"],
+                                ops=ops, volume=volume)
     return change
