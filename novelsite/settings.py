@@ -7,6 +7,8 @@ and the deterministic offline LLM backend.
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from novelsite.nightly_schedule import nightly_crontab
 
@@ -17,6 +19,10 @@ if (BASE_DIR / ".env").exists():  # optional local overrides; the real environme
     environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DEBUG", default=True)
+if not DEBUG and not env.str("SECRET_KEY", default=""):
+    # A production server never runs on the laptop key: anyone who knows it can forge sessions.
+    raise ImproperlyConfigured("SECRET_KEY must be set in the environment when DEBUG is false "
+                               "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))').")
 SECRET_KEY = env.str("SECRET_KEY", default="insecure-dev-key-change-me-" + "x" * 24)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
@@ -31,6 +37,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's static files, served from here (no CDN)
     "django_jsonform",
     "simple_history",
     "projects",
@@ -46,6 +53,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
 ]
 
@@ -64,6 +72,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
+                "django.template.context_processors.csp",  # {{ csp_nonce }} for an inline <script>
             ],
         },
     },
@@ -103,19 +112,80 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
-LOGIN_URL = "admin:login"
+STATICFILES_DIRS = [BASE_DIR / "novelsite" / "static"]
+# The web pages log people in themselves; the admin keeps its own login form.
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "projects-home"
+LOGOUT_REDIRECT_URL = "login"
+
+# --- Security ----------------------------------------------------------------------------------
+# DEBUG false is production: cookies only over HTTPS, HTTPS enforced, HSTS. Each can be turned off
+# from the environment (e.g. SECURE_SSL_REDIRECT=false behind a proxy that redirects itself).
+PRODUCTION = not DEBUG
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=PRODUCTION)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=PRODUCTION)
+SESSION_COOKIE_HTTPONLY = True
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=PRODUCTION)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # the container health check speaks plain HTTP on loopback
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31_536_000 if PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=PRODUCTION)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=PRODUCTION)
+if env.bool("SECURE_PROXY_SSL_HEADER", default=False):  # only behind a proxy that sets it
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+# Django's CSP middleware. Scripts only from this origin (an inline <script> needs
+# nonce="{{ csp_nonce }}"); styles may be inline because the admin's JSON editor (django-jsonform)
+# and Swagger UI set them. The stricter style policy is reported only, to see what would break.
+_CSP_BASE = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+SECURE_CSP = {**_CSP_BASE, "style-src": [CSP.SELF, CSP.UNSAFE_INLINE]}
+SECURE_CSP_REPORT_ONLY = {**_CSP_BASE, "style-src": [CSP.SELF, CSP.NONCE]}
 
 # --- REST API ----------------------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # Token first: an anonymous API call gets 401 with WWW-Authenticate, not a bare 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "projects.api_errors.novelsite_exception_handler",
+    # Actions that start LLM work (write, advance, retry, rewrite, answer, approve) carry the "llm"
+    # scope (projects/api/throttles.py reads the rate at request time, so tests can change it).
+    "DEFAULT_THROTTLE_RATES": {"llm": env.str("NOVELSITE_API_LLM_RATE", default="30/hour")},
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Novelsite API", "VERSION": "0.1.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Novelsite API",
+    "VERSION": "0.1.0",
+    "DESCRIPTION": "Projects, story data and the writing pipeline, scoped by project membership.",
+    "SWAGGER_UI_DIST": "SIDECAR",  # drf-spectacular-sidecar: no CDN
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "minimum": 0, "maximum": 999_999_999}},
+    "ENUM_NAME_OVERRIDES": {
+        "VolumeStatusEnum": "projects.models.VolumeStatus",
+        "CharacterStatusEnum": "projects.models.CharacterStatus",
+        "StorylineStatusEnum": "projects.models.StorylineStatus",
+        "ForeshadowStatusEnum": "projects.models.foreshadowing.ForeshadowStatus",
+        "RunStatusEnum": "pipeline.models.RunStatus",
+        "GateStatusEnum": "pipeline.models.GateStatus",
+        "StageRunStatusEnum": ["running", "succeeded", "failed", "abandoned"],
+    },
+}
 
 # --- Celery ------------------------------------------------------------------------------------
 # Long LLM stages: ack late so a killed worker's task is redelivered, one message per worker
@@ -177,7 +247,10 @@ NOVELSITE_LEASE_SECONDS = env.int("NOVELSITE_LEASE_SECONDS", default=16 * 60 + 1
 # --- E-mail (the nightly batches' morning summary, to members who opt in) ---------------------------
 # Django 6.1's MAILERS (the EMAIL_HOST-style settings are deprecated), filled from the environment.
 # The console backend prints messages on a laptop; a deployment sets the SMTP backend and its host.
-MAILERS = {"default": {"BACKEND": env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")}}
+# Production (DEBUG false) defaults to SMTP: check --deploy refuses the console backend there.
+_DEFAULT_EMAIL_BACKEND = ("django.core.mail.backends.console.EmailBackend" if DEBUG
+                          else "django.core.mail.backends.smtp.EmailBackend")
+MAILERS = {"default": {"BACKEND": env.str("EMAIL_BACKEND", default=_DEFAULT_EMAIL_BACKEND)}}
 if MAILERS["default"]["BACKEND"] == "django.core.mail.backends.smtp.EmailBackend":
     MAILERS["default"]["OPTIONS"] = {  # other backends refuse options they do not know
         "host": env.str("EMAIL_HOST", default="localhost"), "port": env.int("EMAIL_PORT", default=25),

@@ -1,6 +1,7 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from novelsite.views import healthz
 
@@ -8,6 +9,16 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # Swagger UI from drf-spectacular-sidecar's static files; the split view serves its start-up
+    # script as a file, so the CSP needs no inline script.
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("projects.api.urls")),
     path("api/", include("pipeline.urls")),
+    path("api/", include("pipeline.promotion.urls")),
+    # web pages (templates/): log in and out, the language switch, story pages, pipeline pages
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("", include("projects.urls")),
+    path("", include("pipeline.web_urls")),
 ]

@@ -1,6 +1,8 @@
 """One DRF exception handler: every API error is ``{"code", "message", "extra"}``."""
 from __future__ import annotations
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -12,6 +14,10 @@ from projects.errors import NovelsiteError
 def novelsite_exception_handler(exc, context):
     if isinstance(exc, NovelsiteError):
         return Response({"code": exc.code, "message": exc.message, "extra": exc.extra}, status=exc.http_status)
+    if isinstance(exc, RequestDataTooBig):  # else Django's HTML 400 page
+        return Response({"code": "too_large", "message": "The request body is too large.",
+                         "extra": {"max_bytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE}},
+                        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, DjangoValidationError):
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
         return Response(

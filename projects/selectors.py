@@ -113,3 +113,87 @@ def project_status(*, project: Project) -> ProjectStatus:
         foreshadowing_overdue=list(foreshadowing_overdue(project=project).values_list("fid", flat=True)),
         foreshadowing_dormant=[d.foreshadowing.fid for d in foreshadowing_dormant(project=project)],
     )
+
+
+@dataclass(frozen=True)
+class ProjectAccess:
+    """A project and the caller's role in it, for pages that show or hide actions by role."""
+
+    project: Project
+    role: str
+
+
+def project_access_for_member(*, user: AbstractBaseUser, slug: str, action: Action = Action.READ) -> ProjectAccess:
+    """Like ``project_get_for_member`` (NotFound for non-members, PermissionDenied for a role that
+    may not do ``action``), and also returns the role; two queries."""
+    project = Project.objects.filter(slug=slug).first()
+    role = membership_role(user=user, project=project) if project else None
+    if project is None or role is None:
+        raise NotFound("No such project.")
+    if not role_allows(role, action):
+        raise PermissionDenied()
+    return ProjectAccess(project, role)
+
+
+def chapter_list_for_project(*, project: Project) -> QuerySet:
+    """Chapters without their text, with volume, evaluation score and summary presence: one query."""
+    from projects.models import Chapter
+
+    return (Chapter.objects.filter(project=project).select_related("volume", "evaluation")
+            .only("number", "title", "word_count", "version", "updated_at", "volume__number", "volume__title",
+                  "evaluation__overall", "evaluation__gate_decision")
+            .order_by("number"))
+
+
+# --- REST API reads (projects/api) ---------------------------------------------------------------
+
+
+def chapter_get_for_project(*, project: Project, number: int):
+    """One committed chapter with its text, volume and storyline (one query), or NotFound."""
+    from projects.models import Chapter
+
+    chapter = Chapter.objects.select_related("volume", "storyline").filter(project=project, number=number).first()
+    if chapter is None:
+        raise NotFound("No such chapter.")
+    return chapter
+
+
+@dataclass(frozen=True)
+class ForeshadowingFlags:
+    """Which items of the ledger are overdue (facts §10.9) and dormant (facts §12, with the silence)."""
+
+    overdue: frozenset[str]
+    dormant: dict[str, int]
+
+
+def foreshadowing_flags(*, project: Project) -> ForeshadowingFlags:
+    """Two queries, whatever the size of the ledger."""
+    overdue = frozenset(foreshadowing_overdue(project=project).values_list("fid", flat=True))
+    dormant = {d.foreshadowing.fid: d.chapters_since_last_update for d in foreshadowing_dormant(project=project)}
+    return ForeshadowingFlags(overdue, dormant)
+
+
+def story_state_at_chapter(*, project: Project, chapter: int) -> dict:
+    """The story state as it stood after ``chapter`` committed: the changelog (StateChange rows)
+    replayed from an empty state in version order, up to the first change made for a later chapter
+    (a delta's base is the state before it, so the replay is a prefix of the changelog). One query."""
+    from projects.models import StateChange
+    from projects.state_ops import replay
+
+    deltas = []
+    for row_chapter, delta in (StateChange.objects.filter(project=project).order_by("state_version")
+                               .values_list("chapter", "delta").iterator()):
+        if row_chapter > chapter:
+            break
+        deltas.append(delta)
+    return replay(deltas)
+
+
+def volumes_with_counts(*, project: Project) -> QuerySet:
+    """The project's volumes in order with ``chapter_count`` and ``chapter_words``: one query."""
+    from django.db.models import Count, Sum
+
+    from projects.models import Volume
+
+    return (Volume.objects.filter(project=project).only("number", "title", "status")
+            .annotate(chapter_count=Count("chapters"), chapter_words=Sum("chapters__word_count")).order_by("number"))

@@ -1,6 +1,7 @@
 """Shared fixtures and the service markers.
 
-``@pytest.mark.postgres`` and ``@pytest.mark.redis`` tests need the real services. Without them
+``@pytest.mark.postgres``, ``@pytest.mark.redis`` and ``@pytest.mark.browser`` tests need the real
+services (a browser counts as one). Without them
 they skip with a reason naming the variable to set; with ``REQUIRE_SERVICES=1`` (CI) they fail,
 so that nothing that needs a service silently skips.
 """
@@ -29,11 +30,36 @@ def _missing_service(marker: str) -> str | None:
             redis.Redis.from_url(url, socket_connect_timeout=2).ping()
         except redis.RedisError as exc:
             return f"Redis at REDIS_URL={url} is unreachable ({exc})"
+    if marker == "browser":
+        return _missing_browser()
     return None
 
 
+CHROMIUM = os.environ.get("NOVELSITE_CHROMIUM", "/usr/bin/chromium")
+
+
+def _missing_browser() -> str | None:
+    """``@pytest.mark.browser`` tests drive the system Chromium (Debian's ``chromium``, installed by
+    .ci/run) through pytest-playwright; ``playwright install`` cannot download browsers here."""
+    try:
+        import pytest_playwright  # noqa: F401
+    except ImportError:
+        return "needs pytest-playwright: pip install -e '.[dev]'"
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"needs Chromium at {CHROMIUM}: apt-get install -y chromium"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if any(item.get_closest_marker("browser") for item in items):
+        # pytest-playwright's sync API keeps an event loop running in the main thread for the
+        # whole session (its fixtures are session-scoped), which makes Django refuse every ORM call
+        # made from tests afterwards. Nothing here is async, so the guard is lifted for such runs.
+        os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    for marker in ("postgres", "redis"):
+    for marker in ("postgres", "redis", "browser"):
         if item.get_closest_marker(marker) is None:
             continue
         reason = _missing_service(marker)

@@ -79,6 +79,8 @@ def _constraints(raw: dict[str, Any] | None) -> dict[str, Any]:
     raw = raw or {}
     if not isinstance(raw, dict):
         raise InvalidData("constraints: must be an object")
+    if not isinstance(raw.get("word_count") or {}, dict):
+        raise InvalidData("constraints.word_count: an object {min, max}")
     words = {**DEFAULT_WORDS, **(raw.get("word_count") or {})}
     if not all(isinstance(words[k], int) and not isinstance(words[k], bool) for k in ("min", "max")) \
             or not 0 <= words["min"] <= words["max"] <= 5000:

@@ -65,3 +65,22 @@ def membership_is_last_owner(membership: Membership) -> bool:
     stored_role = Membership.objects.filter(pk=membership.pk).values_list("role", flat=True).first()
     others = Membership.objects.filter(project_id=membership.project_id, role=Role.OWNER).exclude(pk=membership.pk)
     return stored_role == Role.OWNER and not others.exists()
+
+
+PROJECT_SETTINGS_FIELDS = frozenset({
+    "title", "brief", "genre", "target_platform", "genre_drive_type", "autopilot_enabled",
+    "autopilot_chapters_per_night", "autopilot_cost_cap_usd", "gate_settings", "stage_models",
+})
+
+
+@transaction.atomic
+def project_settings_update(*, project: Project, editor: AbstractBaseUser | None, **changes) -> Project:
+    """Change a project's settings (the API's PATCH): only the fields people own, validated in
+    full (JSON schemas included) before anything is written. Takes the project lock."""
+    unknown = set(changes) - PROJECT_SETTINGS_FIELDS
+    if unknown:
+        raise InvalidData(f"not a project setting: {', '.join(sorted(unknown))}")
+    current = project_lock(project.pk)
+    for name, value in changes.items():
+        setattr(current, name, value)
+    return project_update(project=current, editor=editor)

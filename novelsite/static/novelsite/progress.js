@@ -1,0 +1,77 @@
+// The pages' only script (no framework, no inline handlers: the CSP allows scripts from this
+// origin only). The language menu switches on change. Live progress: the dashboard's "write"
+// buttons post in the background while the progress fragment (JSON) is polled every second;
+// without JavaScript the forms post normally.
+(function () {
+  "use strict";
+  document.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
+    select.addEventListener("change", function () { select.form.submit(); });
+  });
+})();
+
+(function () {
+  "use strict";
+  var box = document.getElementById("progress");
+  if (!box) return;
+  var timer = null;
+
+  var submitted = false;
+
+  function render(data) {
+    var stages = data.stages || [];
+    var bar = box.querySelector(".bar span");
+    var streaming = data.stream && data.stream.stage;
+    if (!data.active && !streaming && submitted) return;  // the run is not visible yet: keep waiting
+    var percent = data.active ? (data.percent || 0) : (streaming ? 5 : 100);
+    if (data.stream && data.stream.stage && data.active) percent = Math.max(percent, 2);
+    bar.style.width = percent + "%";
+    box.querySelector(".bar").setAttribute("aria-valuenow", String(percent));
+    var label = box.querySelector('[data-field="label"]');
+    if (data.active || streaming) {
+      label.textContent = (data.kind || "") + " · " + (streaming || data.stage) +
+        ((data.chapter || data.stream.chapter) ? " · #" + (data.chapter || data.stream.chapter) : "");
+    }
+    var chars = box.querySelector('[data-field="chars"]');
+    chars.textContent = data.stream && data.stream.chars ? data.stream.chars + " 字" : "";
+    var list = box.querySelector('[data-field="stages"]');
+    if (stages.length) {
+      list.innerHTML = "";
+      stages.forEach(function (s) {
+        var li = document.createElement("li");
+        li.className = s.status;
+        li.textContent = s.stage;
+        list.appendChild(li);
+      });
+    }
+    box.dataset.state = data.active || streaming ? "running" : "idle";
+    if (streaming) box.dataset.seen = "1";
+  }
+
+  function poll() {
+    fetch(box.dataset.url, {credentials: "same-origin", headers: {"Accept": "application/json"}})
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (data) {
+        if (!data) return;
+        render(data);
+        // a run followed by polling alone (workers): reload the page when it is over
+        if (box.dataset.poll && !data.active) window.location.reload();
+      })
+      .catch(function () {});
+  }
+
+  function start() { if (!timer) { poll(); timer = setInterval(poll, 1000); } }
+
+  document.querySelectorAll("form[data-live]").forEach(function (form) {
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+      box.dataset.state = "running";
+      submitted = true;
+      start();
+      fetch(form.action, {method: "POST", body: new FormData(form), credentials: "same-origin"})
+        .then(function (response) { window.location.assign(response.url || window.location.href); })
+        .catch(function () { form.submit(); });
+    });
+  });
+  if (box.dataset.poll) start();
+})();

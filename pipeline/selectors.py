@@ -1,0 +1,161 @@
+"""Pipeline-side reads for the web pages: costs, per-chapter metrics for the charts, runs, stage
+runs with their prompt receipts, open gates and live progress. Each selector makes a fixed number
+of queries whatever the size of the book (tests/test_web_queries.py pins them)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.core.cache import cache
+from django.db.models import Count, DecimalField, Q, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from pipeline.models import ACTIVE_RUN_STATUSES, GateQuestion, GateStatus, PipelineRun, RunKind, StageRun
+from projects.models import Evaluation, Project
+
+CHART_CHAPTERS = 60  # the charts show the latest chapters; older ones are in the chapter list
+CHAPTER_STAGES = ("draft", "summarize", "refine", "judge", "commit")
+ZERO = Value(Decimal("0"), output_field=DecimalField(max_digits=12, decimal_places=6))
+
+
+@dataclass(frozen=True)
+class Costs:
+    today: Decimal
+    month: Decimal
+    total: Decimal
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+
+    @property
+    def cache_share(self) -> float:
+        """Share of the prompt tokens read from the cache."""
+        prompt = self.input_tokens + self.cache_read_tokens
+        return self.cache_read_tokens / prompt if prompt else 0.0
+
+
+def project_costs(*, project: Project) -> Costs:
+    """Cost of all stage runs today, this month and in total (local time): one query."""
+    now = timezone.localtime()
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    month = day.replace(day=1)
+    totals = StageRun.objects.filter(run__project=project).aggregate(
+        today=Coalesce(Sum("cost_usd", filter=Q(started_at__gte=day)), ZERO),
+        month=Coalesce(Sum("cost_usd", filter=Q(started_at__gte=month)), ZERO),
+        total=Coalesce(Sum("cost_usd"), ZERO),
+        input_tokens=Coalesce(Sum("input_tokens"), 0), output_tokens=Coalesce(Sum("output_tokens"), 0),
+        cache_read_tokens=Coalesce(Sum("cache_read_tokens"), 0))
+    return Costs(**totals)
+
+
+@dataclass(frozen=True)
+class ChapterMetric:
+    number: int
+    overall: float | None = None
+    scores: dict[str, float] = field(default_factory=dict)
+    blacklist_rate: float | None = None
+    cost: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+
+    @property
+    def cache_share(self) -> float:
+        prompt = self.input_tokens + self.cache_read_tokens
+        return self.cache_read_tokens / prompt if prompt else 0.0
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, dict):
+        value = value.get("score")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _blacklist_rate(data: dict[str, Any]) -> float | None:
+    metadata = data.get("metadata") or {}
+    checks = metadata.get("deterministic_checks") or data.get("deterministic_checks") or {}
+    blacklist = checks.get("blacklist") or {} if isinstance(checks, dict) else {}
+    profile = blacklist.get("statistical_profile") or {} if isinstance(blacklist, dict) else {}
+    return _number(profile.get("blacklist_hit_rate", blacklist.get("hits_per_kchars")))
+
+
+def chapter_metrics(*, project: Project, last: int = CHART_CHAPTERS) -> list[ChapterMetric]:
+    """Scores, the 8 dimensions, blacklist rate, cost and tokens of the latest ``last`` chapters,
+    oldest first: two queries."""
+    since = max(0, project.last_completed_chapter - last)
+    evaluations = (Evaluation.objects.filter(project=project, chapter__number__gt=since)
+                   .values_list("chapter__number", "overall", "data"))
+    usage = (StageRun.objects.filter(run__project=project, run__kind__in=(RunKind.CHAPTER, RunKind.REWRITE),
+                                     run__chapter__gt=since)
+             .values("run__chapter").annotate(cost=Sum("cost_usd"), inp=Sum("input_tokens"), out=Sum("output_tokens"),
+                                              cached=Sum("cache_read_tokens")))
+    spent = {row["run__chapter"]: row for row in usage}
+    metrics = []
+    for number, overall, data in sorted(evaluations, key=lambda row: row[0]):
+        data = data if isinstance(data, dict) else {}
+        used = data.get("eval_used") if isinstance(data.get("eval_used"), dict) else data
+        scores = {name: _number(value) for name, value in (used.get("scores") or {}).items()} \
+            if isinstance(used.get("scores"), dict) else {}
+        row = spent.get(number, {})
+        metrics.append(ChapterMetric(
+            number=number, overall=float(overall) if overall is not None else None,
+            scores={k: v for k, v in scores.items() if v is not None}, blacklist_rate=_blacklist_rate(data),
+            cost=float(row.get("cost") or 0), input_tokens=row.get("inp") or 0, output_tokens=row.get("out") or 0,
+            cache_read_tokens=row.get("cached") or 0))
+    return metrics
+
+
+def gates_open(*, project: Project) -> list[GateQuestion]:
+    return list(GateQuestion.objects.filter(project=project, status=GateStatus.OPEN).order_by("created_at", "pk"))
+
+
+def run_active(*, project: Project) -> PipelineRun | None:
+    """The run moving the book now (promotion runs aside), without its blackboard."""
+    return (PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES)
+            .exclude(kind=RunKind.PROMOTION).defer("blackboard", "context").first())
+
+
+def runs_recent(*, project: Project, chapter: int | None = None, limit: int = 30) -> list[PipelineRun]:
+    runs = PipelineRun.objects.filter(project=project).defer("blackboard", "context")
+    if chapter is not None:
+        runs = runs.filter(chapter=chapter)
+    runs = runs.annotate(cost=Coalesce(Sum("stage_runs__cost_usd"), ZERO), stages=Count("stage_runs"))
+    return list(runs.order_by("-pk")[:limit])
+
+
+def run_detail(*, project: Project, run_id: int) -> PipelineRun | None:
+    """A run with its stage runs (receipts included) and LLM calls: three queries."""
+    from django.db.models import Prefetch
+
+    from pipeline.models import LLMCall
+
+    calls = LLMCall.objects.defer("output_text").order_by("pk")
+    return (PipelineRun.objects.filter(project=project, pk=run_id).defer("blackboard", "context")
+            .prefetch_related(Prefetch("stage_runs", StageRun.objects.order_by("started_at", "pk")),
+                              Prefetch("llm_calls", calls)).first())
+
+
+def progress_cache_key(project_id: int) -> str:
+    return f"novelsite:progress:{project_id}"
+
+
+def run_progress(*, project: Project) -> dict[str, Any]:
+    """What the live progress bar shows: the active run's stage and the state of each of its stages,
+    plus the characters streamed so far (kept in the cache by the request that runs the stages in
+    eager mode; with workers only the stage progression is known). Two queries."""
+    run = run_active(project=project)
+    streamed = cache.get(progress_cache_key(project.pk)) or {}
+    if run is None:
+        return {"active": False, "state": project.orchestrator_state, "chapter": project.last_completed_chapter,
+                "stream": streamed}
+    stage_rows = list(StageRun.objects.filter(run=run).order_by("started_at", "pk").values_list("stage", "status"))
+    status = {stage: state for stage, state in stage_rows}
+    stages = [{"stage": s, "status": status.get(s, "pending")} for s in CHAPTER_STAGES] \
+        if run.kind in (RunKind.CHAPTER, RunKind.REWRITE) else \
+        [{"stage": s, "status": st} for s, st in stage_rows]
+    done = sum(1 for s in stages if s["status"] == "succeeded")
+    return {"active": True, "run_id": run.pk, "kind": run.kind, "status": run.status, "stage": run.stage,
+            "chapter": run.chapter, "stages": stages, "percent": round(100 * done / max(1, len(stages))),
+            "stream": streamed, "updated": timezone.now().isoformat(timespec="seconds")}

@@ -1,0 +1,153 @@
+"""The dashboard (what ``novel status`` shows and more), its live progress fragment and its
+buttons: take the next step, write N chapters, pause, retry."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.http import JsonResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from pipeline import progress
+from pipeline.morning_summary import batch_morning_summary
+from pipeline.orchestrator import advance, next_step
+from pipeline.rewrite import chapter_rewrite_start
+from pipeline.runs import chapter_run_start, run_cancel, run_retry
+from pipeline.selectors import (
+    chapter_metrics,
+    gates_open,
+    progress_cache_key,
+    project_costs,
+    run_active,
+    run_progress,
+)
+from pipeline.views.charts import bar_chart, line_chart
+from projects.errors import NovelsiteError
+from projects.permissions import Action
+from projects.selectors import project_status
+from projects.views.access import flash_error, page_context, project_access
+
+MAX_CHAPTERS_PER_CLICK = 30  # one volume; longer batches belong to the nightly autopilot
+
+
+@login_required
+def dashboard(request, slug: str):
+    access = project_access(request, slug)
+    project = access.project
+    status = project_status(project=project)
+    upcoming = next_step(project)
+    metrics = chapter_metrics(project=project)
+    active = run_active(project=project)
+    return render(request, "pipeline/dashboard.html", page_context(
+        access, status=status, next=upcoming, costs=project_costs(project=project), gates=gates_open(project=project),
+        active=active, plan_waiting=active is not None and active.kind == "plan" and active.status == "waiting",
+        progress=run_progress(project=project) if active else None, charts=_charts(metrics),
+        drift=project.style_drift or {}, night=batch_morning_summary(project=project)))
+
+
+def _charts(metrics) -> dict:
+    xs = [m.number for m in metrics]
+    dimensions = sorted({name for m in metrics for name in m.scores})
+    return {
+        "overall": line_chart(xs, {_("overall"): [m.overall for m in metrics]}, title=_("Overall score"), lo=0, hi=5),
+        "dimensions": line_chart(xs, {d: [m.scores.get(d) for m in metrics] for d in dimensions},
+                                 title=_("Score by dimension"), lo=0, hi=5),
+        "cost": bar_chart(xs, [m.cost for m in metrics], title=_("Cost per chapter (USD)"), unit="$"),
+        "tokens": bar_chart(xs, [m.input_tokens + m.output_tokens + m.cache_read_tokens for m in metrics],
+                            title=_("Tokens per chapter")),
+        "cache": line_chart(xs, {_("cache share"): [m.cache_share for m in metrics]}, title=_("Cache share"),
+                            lo=0, hi=1),
+        "blacklist": line_chart(xs, {_("blacklist hits per 1000 characters"): [m.blacklist_rate for m in metrics]},
+                                title=_("Blacklist rate"), lo=0),
+    }
+
+
+@login_required
+def progress_view(request, slug: str):
+    """The live progress fragment the dashboard polls (JSON)."""
+    access = project_access(request, slug)
+    return JsonResponse(run_progress(project=access.project))
+
+
+def _with_progress(project_id: int, work):
+    """Run ``work`` (which may run whole stages in this request, in eager mode) while keeping the
+    stage and the characters streamed so far in the cache for the progress fragment."""
+    key, seen = progress_cache_key(project_id), {"stage": None, "chars": 0}
+
+    def listener(event: dict) -> None:
+        chars = event.get("chars") or 0
+        if event.get("stage") != seen["stage"] or chars - seen["chars"] >= 200 or event["event"] != "text":
+            seen.update(stage=event.get("stage"), chars=chars)
+            cache.set(key, {"stage": event.get("stage"), "chapter": event.get("chapter"), "chars": chars,
+                            "event": event["event"]}, 300)
+
+    try:
+        with progress.listening(listener):
+            return work()
+    finally:
+        cache.delete(key)
+
+
+def _act(request, slug: str, work, done: str):
+    access = project_access(request, slug, Action.EDIT)
+    try:
+        _with_progress(access.project.pk, lambda: work(access.project))
+    except NovelsiteError as exc:
+        flash_error(request, exc)
+    else:
+        messages.success(request, done)
+    return redirect("dashboard", slug=slug)
+
+
+@login_required
+@require_POST
+def advance_view(request, slug: str):
+    step = request.POST.get("step") or None
+    return _act(request, slug, lambda p: advance(project_id=p.pk, user=request.user, step=step),
+                _("The next step has started."))
+
+
+@login_required
+@require_POST
+def write_view(request, slug: str):
+    try:
+        count = max(1, min(MAX_CHAPTERS_PER_CLICK, int(request.POST.get("count", "1"))))
+    except ValueError:
+        count = 1
+    return _act(request, slug, lambda p: chapter_run_start(project_id=p.pk, user=request.user,
+                                                           batch_remaining=count - 1),
+                _("Writing has started."))
+
+
+@login_required
+@require_POST
+def pause_view(request, slug: str):
+    def pause(project):
+        run = run_active(project=project)
+        if run is not None:
+            run_cancel(run_id=run.pk, user=request.user)
+    return _act(request, slug, pause, _("Paused: the running step was stopped."))
+
+
+@login_required
+@require_POST
+def retry_view(request, slug: str):
+    def retry(project):
+        upcoming = next_step(project)
+        if upcoming.action not in ("retry", "heal"):
+            raise NovelsiteError(_("Nothing to retry."))
+        advance(project_id=project.pk, user=request.user)
+    return _act(request, slug, retry, _("Retrying."))
+
+
+@login_required
+@require_POST
+def chapter_rewrite_view(request, slug: str, number: int):
+    """Rewrite a committed chapter with a person's notes (the latest chapter is rolled back exactly
+    and written again; an older one gets a text-only revision)."""
+    notes = request.POST.get("notes", "")
+    return _act(request, slug, lambda p: chapter_rewrite_start(project_id=p.pk, chapter=number, notes=notes,
+                                                               user=request.user),
+                _("The chapter is being rewritten."))

@@ -1,0 +1,155 @@
+"""NOVEL_ASK gates rendered as forms (seed 003 QuestionSpec), and the staged volume plan with a
+diff against its previous version, approved or regenerated through its gate."""
+from __future__ import annotations
+
+import difflib
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from pipeline.gates import gate_answer_submit
+from pipeline.models import GateQuestion, GateStatus
+from pipeline.selectors import gates_open, run_active
+from projects.errors import NovelsiteError
+from projects.permissions import Action
+from projects.views.access import flash_error, page_context, project_access
+
+
+def question_fields(question: GateQuestion) -> list[dict]:
+    """The questions of a spec with the template's needs: input name, options, default, kind."""
+    fields = []
+    for q in question.spec.get("questions", []):
+        default = q.get("default")
+        defaults = default if isinstance(default, list) else [default] if default else []
+        fields.append({**q, "name": f"q-{q['id']}", "defaults": defaults,
+                       "options": [o if isinstance(o, dict) else {"label": o} for o in q.get("options", [])]})
+    return fields
+
+
+def answers_from_post(question: GateQuestion, post) -> dict:
+    """The AnswerSpec's ``answers`` from the form: a string for single choice and free text, a
+    list for multi choice; an "other" text replaces the choice when the question allows it."""
+    answers = {}
+    for q in question.spec.get("questions", []):
+        name = f"q-{q['id']}"
+        other = (post.get(name + "-other") or "").strip() if q.get("allow_other") else ""
+        if q.get("kind") == "multi_choice":
+            picked = [value for value in post.getlist(name) if value]
+            value = picked + [other] if other else picked
+        else:
+            value = other or (post.get(name) or "").strip()
+        if value not in ("", []):
+            answers[q["id"]] = value
+    return answers
+
+
+@login_required
+def gate_list(request, slug: str):
+    access = project_access(request, slug)
+    questions = [{"question": q, "fields": question_fields(q)} for q in gates_open(project=access.project)]
+    answered = (GateQuestion.objects.filter(project=access.project, status=GateStatus.ANSWERED)
+                .select_related("answer", "answer__answered_by").order_by("-pk")[:20])
+    return render(request, "pipeline/gates.html", page_context(access, questions=questions, answered=answered))
+
+
+@login_required
+@require_POST
+def gate_answer(request, slug: str, question_id: int):
+    access = project_access(request, slug, Action.DECIDE)
+    question = GateQuestion.objects.filter(project=access.project, pk=question_id).first()
+    if question is None:
+        raise Http404(_("No such question."))
+    try:
+        gate_answer_submit(question_id=question.pk, answers=answers_from_post(question, request.POST), user=request.user)
+    except NovelsiteError as exc:
+        flash_error(request, exc)
+        return redirect("gates", slug=slug)
+    messages.success(request, _("Answer saved; the pipeline goes on."))
+    return redirect("dashboard", slug=slug)
+
+
+def _plan_run(project):
+    run = run_active(project=project)
+    if run is None or run.kind != "plan" or run.status != "waiting":
+        return None
+    run.refresh_from_db(fields=["blackboard"])
+    return run
+
+
+def _diff(old: str, new: str) -> list[tuple[str, str]]:
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=2)
+    return [(line[:1] or " ", line[1:]) for line in list(lines)[2:]]
+
+
+def _as_text(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+
+
+@login_required
+def plan_view(request, slug: str):
+    access = project_access(request, slug)
+    run = _plan_run(access.project)
+    context = page_context(access, run=run)
+    if run is not None:
+        board = run.blackboard
+        plan = board.get("content", {}).get("book", {}).get("plan") or {}
+        history = [entry.get("value") or {} for entry in board.get("history", {}).get("book.plan", [])]
+        previous = history[-1] if history else None
+        context.update(
+            plan=plan, outline=plan.get("outline", ""), validation=board.get("control", {}).get("plan_validation", {}),
+            schedule=_as_text(plan.get("schedule", {})), contracts=_as_text(plan.get("contracts", {})),
+            versions=len(history) + 1, previous=previous is not None,
+            outline_diff=_diff(previous.get("outline", ""), plan.get("outline", "")) if previous else [],
+            contracts_diff=_diff(_as_text(previous.get("contracts", {})), _as_text(plan.get("contracts", {})))
+            if previous else [],
+            question=GateQuestion.objects.filter(run=run, status=GateStatus.OPEN).order_by("-pk").first())
+    return render(request, "pipeline/plan.html", context)
+
+
+@login_required
+@require_POST
+def plan_decide(request, slug: str):
+    access = project_access(request, slug, Action.DECIDE)
+    run = _plan_run(access.project)
+    question = GateQuestion.objects.filter(run=run, status=GateStatus.OPEN).order_by("-pk").first() if run else None
+    if question is None:
+        raise Http404(_("No volume plan is waiting for approval."))
+    decision = "approve" if request.POST.get("decision") == "approve" else "regenerate"
+    answers = {"decision": decision}
+    if decision == "regenerate" and request.POST.get("notes", "").strip():
+        answers["notes"] = request.POST["notes"].strip()
+    try:
+        gate_answer_submit(question_id=question.pk, answers=answers, user=request.user)
+    except NovelsiteError as exc:
+        flash_error(request, exc)
+        return redirect("plan", slug=slug)
+    messages.success(request, _("Plan approved.") if decision == "approve" else _("The plan is being regenerated."))
+    return redirect("dashboard", slug=slug)
+
+
+@login_required
+@require_POST
+def plan_edit(request, slug: str):
+    """An editor changes the staged outline before it is approved; the edit must pass the planning
+    rules (``volume_plan_edit``), and the previous version stays for the diff."""
+    from pipeline.stages.plan import volume_plan_edit
+
+    access = project_access(request, slug, Action.EDIT)
+    run = _plan_run(access.project)
+    if run is None:
+        raise Http404(_("No volume plan is waiting for approval."))
+    outline = request.POST.get("outline", "").replace("\r\n", "\n")
+    try:
+        warnings = volume_plan_edit(run_id=run.pk, plan={"outline": outline}, user=request.user)
+    except NovelsiteError as exc:
+        flash_error(request, exc)
+    else:
+        messages.success(request, _("The staged plan was changed."))
+        for warning in warnings:
+            messages.warning(request, warning)
+    return redirect("plan", slug=slug)

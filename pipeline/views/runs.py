@@ -1,0 +1,33 @@
+"""Runs of a project (optionally of one chapter) and one run's stages, LLM calls and the prompt
+receipt of each stage."""
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import render
+from django.utils.translation import gettext as _
+
+from pipeline.selectors import run_detail, runs_recent
+from projects.views.access import page_context, project_access
+
+
+@login_required
+def run_list(request, slug: str):
+    access = project_access(request, slug)
+    chapter = request.GET.get("chapter", "")
+    runs = runs_recent(project=access.project, chapter=int(chapter) if chapter.isdigit() else None)
+    return render(request, "pipeline/runs.html", page_context(access, runs=runs, chapter=chapter))
+
+
+@login_required
+def run_view(request, slug: str, run_id: int):
+    access = project_access(request, slug)
+    run = run_detail(project=access.project, run_id=run_id)
+    if run is None:
+        raise Http404(_("No such run."))
+    stages = [{"row": s, "receipt": json.dumps(s.receipt or {}, ensure_ascii=False, indent=2)}
+              for s in run.stage_runs.all()]
+    return render(request, "pipeline/run.html", page_context(access, run=run, stages=stages,
+                                                             calls=list(run.llm_calls.all())))

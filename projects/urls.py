@@ -1,0 +1,19 @@
+"""Story pages (projects/views/). Pipeline pages (dashboard, gates, plans, runs) are in
+pipeline/web_urls.py under the same /p/<slug>/ prefix."""
+from django.urls import path
+
+from projects.views import chapters, projects, world
+
+urlpatterns = [
+    path("", projects.project_list, name="projects-home"),
+    path("new/", projects.project_create_view, name="project-create-web"),
+    path("import/", projects.project_import_view, name="project-import-web"),
+    path("p/<slug:slug>/members/", projects.members_view, name="members"),
+    path("p/<slug:slug>/settings/", projects.settings_view, name="settings"),
+    path("p/<slug:slug>/chapters/", chapters.chapter_list, name="chapter-list"),
+    path("p/<slug:slug>/chapters/<int:number>/", chapters.chapter_read, name="chapter-read"),
+    path("p/<slug:slug>/chapters/<int:number>/edit/", chapters.chapter_edit, name="chapter-edit"),
+    path("p/<slug:slug>/chapters/<int:number>/history/", chapters.chapter_history, name="chapter-history"),
+    path("p/<slug:slug>/world/", world.world_view, name="world"),
+    path("p/<slug:slug>/state/", world.state_view, name="state"),
+]

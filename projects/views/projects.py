@@ -1,0 +1,171 @@
+"""Project list, creating a project (from a brief or an imported tree), members and settings."""
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_http_methods, require_POST
+
+from projects.errors import NovelsiteError
+from projects.filetree.importer import tree_import
+from projects.filetree.source import read_zip
+from projects.filetree.errors import TreeError
+from projects.models import Membership, Role
+from projects.models.project import BRIEF_MAX_CHARS
+from projects.permissions import Action
+from projects.selectors import projects_for_user
+from projects.services.projects import (
+    membership_remove,
+    membership_set_role,
+    project_create,
+    project_settings_update,
+)
+from projects.views.access import flash_error, page_context, project_access
+
+
+class ProjectCreateForm(forms.Form):
+    title = forms.CharField(label=gettext_lazy("Title"), max_length=200)
+    slug = forms.SlugField(label=gettext_lazy("Short name (for URLs)"), max_length=60)
+    brief = forms.CharField(label=gettext_lazy("Brief"), widget=forms.Textarea(attrs={"rows": 8}),
+                            help_text=gettext_lazy("At most %(n)d characters.") % {"n": BRIEF_MAX_CHARS})
+    genre = forms.CharField(label=gettext_lazy("Genre"), max_length=40, required=False)
+
+
+class ProjectImportForm(forms.Form):
+    archive = forms.FileField(label=gettext_lazy("Zip of a novel tree"))
+    slug = forms.SlugField(label=gettext_lazy("Short name (for URLs)"), max_length=60, required=False)
+
+
+@login_required
+def project_list(request):
+    projects = projects_for_user(user=request.user).order_by("title", "pk")
+    return render(request, "projects/project_list.html", {"projects": projects})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_create_view(request):
+    form = ProjectCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            project = project_create(owner=request.user, **form.cleaned_data)
+        except NovelsiteError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, _("Project created. Take the first step: the quick start."))
+            return redirect("dashboard", slug=project.slug)
+    return render(request, "projects/project_create.html", {"form": form, "import_form": ProjectImportForm()})
+
+
+@login_required
+@require_POST
+def project_import_view(request):
+    form = ProjectImportForm(request.POST, request.FILES)
+    if form.is_valid():
+        try:
+            report = tree_import(read_zip(form.cleaned_data["archive"]), slug=form.cleaned_data["slug"] or None,
+                                 owner=request.user)
+        except TreeError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, _("Imported %(files)d files.") % {"files": report.files})
+            return redirect("dashboard", slug=report.project.slug)
+    return render(request, "projects/project_create.html", {"form": ProjectCreateForm(), "import_form": form})
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(label=gettext_lazy("User name"), max_length=150)
+    role = forms.ChoiceField(label=gettext_lazy("Role"), choices=Role.choices)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def members_view(request, slug: str):
+    access = project_access(request, slug, Action.MANAGE if request.method == "POST" else Action.READ)
+    form = MemberForm(request.POST or None)
+    if request.method == "POST":
+        if _member_change(request, access.project, form):
+            return redirect("members", slug=slug)
+    members = Membership.objects.filter(project=access.project).select_related("user").order_by("user__username")
+    return render(request, "projects/members.html", page_context(access, members=members, form=form))
+
+
+def _member_change(request, project, form: MemberForm) -> bool:
+    if request.POST.get("remove"):
+        membership = Membership.objects.filter(project=project, pk=request.POST["remove"]).first()
+        try:
+            membership and membership_remove(membership=membership)
+        except NovelsiteError as exc:
+            flash_error(request, exc)
+        return True
+    if not form.is_valid():
+        return False
+    user = get_user_model().objects.filter(username=form.cleaned_data["username"]).first()
+    if user is None:
+        form.add_error("username", _("No such user."))
+        return False
+    try:
+        membership_set_role(project=project, user=user, role=form.cleaned_data["role"])
+    except NovelsiteError as exc:
+        flash_error(request, exc)
+    else:
+        messages.success(request, _("%(user)s is now %(role)s.") % {"user": user.username,
+                                                                     "role": Role(form.cleaned_data["role"]).label})
+    return True
+
+
+class ProjectSettingsForm(forms.Form):
+    title = forms.CharField(label=gettext_lazy("Title"), max_length=200)
+    brief = forms.CharField(label=gettext_lazy("Brief"), widget=forms.Textarea(attrs={"rows": 6}), required=False)
+    autopilot_enabled = forms.BooleanField(label=gettext_lazy("Autopilot (nightly batches)"), required=False)
+    autopilot_chapters_per_night = forms.IntegerField(label=gettext_lazy("Chapters per night"), min_value=0, max_value=50)
+    autopilot_cost_cap_usd = forms.DecimalField(label=gettext_lazy("Cost cap per night (USD)"), min_value=0,
+                                                max_digits=8, decimal_places=2)
+    stage_models = forms.CharField(label=gettext_lazy("Model per stage (JSON)"), widget=forms.Textarea(attrs={"rows": 4}),
+                                   required=False)
+    gate_settings = forms.CharField(label=gettext_lazy("Gate thresholds (JSON)"), widget=forms.Textarea(attrs={"rows": 4}),
+                                    required=False)
+
+    def clean_json(self, name: str):
+        raw = (self.cleaned_data.get(name) or "").strip()
+        try:
+            return json.loads(raw) if raw else {}
+        except ValueError as exc:
+            raise forms.ValidationError(_("Not valid JSON: %(error)s") % {"error": exc}) from exc
+
+    def clean_stage_models(self):
+        return self.clean_json("stage_models")
+
+    def clean_gate_settings(self):
+        return self.clean_json("gate_settings")
+
+
+SETTINGS_FIELDS = ("title", "brief", "autopilot_enabled", "autopilot_chapters_per_night", "autopilot_cost_cap_usd",
+                   "stage_models", "gate_settings")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def settings_view(request, slug: str):
+    access = project_access(request, slug, Action.MANAGE)
+    project = access.project
+    initial = {name: getattr(project, name) for name in SETTINGS_FIELDS}
+    initial["stage_models"] = json.dumps(project.stage_models or {}, ensure_ascii=False, indent=2)
+    initial["gate_settings"] = json.dumps(project.gate_settings or {}, ensure_ascii=False, indent=2)
+    form = ProjectSettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            project_settings_update(project=project, editor=request.user,
+                                    **{name: form.cleaned_data[name] for name in SETTINGS_FIELDS})
+        except NovelsiteError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, _("Settings saved."))
+            return redirect("settings", slug=slug)
+    return render(request, "projects/settings.html", page_context(access, form=form))

@@ -1,0 +1,55 @@
+"""World pages: characters, storylines, rules, world documents, the foreshadowing ledger,
+relationships and the story state (current, or at any chapter replayed from the changelog).
+Editing goes to the admin, whose forms are richer (django-jsonform)."""
+from __future__ import annotations
+
+import json
+
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import render
+from django.utils.translation import gettext as _
+
+from projects.markdown import render_markdown
+from projects.models import Character, Foreshadowing, StateChange, Storyline, WorldDoc, WorldRule
+from projects.selectors import foreshadowing_flags, story_state_at_chapter
+from projects.state_ops import PatchError
+from projects.views.access import page_context, project_access
+
+
+@login_required
+def world_view(request, slug: str):
+    access = project_access(request, slug)
+    project = access.project
+    characters = [(c, render_markdown(c.profile))
+                  for c in Character.objects.filter(project=project).order_by("status", "slug")]
+    docs = [(d, render_markdown(d.content)) for d in WorldDoc.objects.filter(project=project).order_by("name")]
+    flags = foreshadowing_flags(project=project)
+    ledger = [{"row": f, "overdue": f.fid in flags.overdue, "dormant": flags.dormant.get(f.fid)}
+              for f in Foreshadowing.objects.filter(project=project).order_by("fid")]
+    return render(request, "projects/world.html", page_context(
+        access, characters=characters, docs=docs, ledger=ledger,
+        storylines=Storyline.objects.filter(project=project).order_by("position", "slug"),
+        rules=WorldRule.objects.filter(project=project).order_by("rule_id"),
+        relationships=json.dumps(project.relationships or {}, ensure_ascii=False, indent=2)))
+
+
+@login_required
+def state_view(request, slug: str):
+    """The story state now, or after chapter ``?chapter=N`` (replayed from the changelog)."""
+    access = project_access(request, slug)
+    project = access.project
+    chapter = request.GET.get("chapter", "").strip()
+    error = ""
+    if chapter.isdigit():
+        try:
+            state = story_state_at_chapter(project=project, chapter=int(chapter))
+        except PatchError as exc:  # an imported changelog may not replay from an empty state: say so
+            state, error = {}, _("The changelog cannot be replayed to this chapter: %(error)s") % {"error": exc}
+    else:
+        chapter = ""
+        story_state = getattr(project, "story_state", None)
+        state = story_state.data if story_state else {}
+    changes = StateChange.objects.filter(project=project).order_by("-state_version").only(
+        "state_version", "chapter", "source", "created_at")[:30]
+    return render(request, "projects/state.html", page_context(
+        access, state=json.dumps(state, ensure_ascii=False, indent=2), chapter=chapter, error=error, changes=changes))

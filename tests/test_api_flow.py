@@ -1,0 +1,63 @@
+"""A book from its brief to a written chapter through the REST API alone, with the offline LLM
+backend and eager tasks: create, quick start (answer its question), plan (approve it), write, read
+the chapter, its evaluation, log, receipts and the state replayed to it."""
+from __future__ import annotations
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from tests.api_fixtures import _fresh_throttle_cache  # noqa: F401
+
+BRIEF = "北境少年林枫在雪原上救下一位神秘老人，卷入星火宗覆灭的旧案，一路南下追查预言的真相。"
+
+
+@pytest.fixture(autouse=True)
+def _eager(settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.NOVELSITE_OFFLINE = {}
+
+
+def _client(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def _ok(response, status: int = 200) -> dict:
+    assert response.status_code == status, response.content[:500]
+    return response.json()
+
+
+@pytest.mark.django_db(transaction=True)  # stages run when the request's transaction commits
+def test_from_brief_to_a_written_chapter_over_the_api(make_user):
+    owner, reviewer = _client(make_user("owner")), _client(make_user("reviewer"))
+    _ok(owner.post("/api/projects", {"slug": "snow", "title": "雪原长夜", "brief": BRIEF}, format="json"), 201)
+    _ok(owner.post("/api/projects/snow/members", {"username": "reviewer", "role": "reviewer"}, format="json"), 201)
+    P = "/api/projects/snow"
+
+    _ok(owner.post(f"{P}/advance", {}, format="json"), 202)  # quick start asks for platform and genre
+    question = _ok(reviewer.get(f"{P}/gates"))[0]
+    _ok(reviewer.post(f"{P}/gates/{question['id']}/answer",
+                      {"answers": {"platform": "qidian", "genre": "xuanhuan"}}, format="json"))
+    _ok(owner.post(f"{P}/advance", {}, format="json"), 202)  # plans volume 1; waits for approval
+    assert _ok(reviewer.get(f"{P}/plan"))["validation"]["errors"] == []
+    _ok(reviewer.post(f"{P}/plan/approve"))
+    assert _ok(owner.get(P))["orchestrator_state"] == "WRITING"
+
+    run = _ok(owner.post(f"{P}/write", {"chapters": 1}, format="json"), 202)
+    assert _ok(owner.get(f"{P}/runs/{run['id']}"))["status"] == "done"
+    chapters = _ok(reviewer.get(f"{P}/chapters?volume=1"))["results"]
+    assert [c["number"] for c in chapters] == [1] and chapters[0]["overall"] is not None
+    chapter = _ok(reviewer.get(f"{P}/chapters/1"))
+    assert chapter["word_count"] > 0 and chapter["text"]
+    assert _ok(reviewer.get(f"{P}/chapters/1/evaluation"))["overall"]
+    assert _ok(reviewer.get(f"{P}/chapters/1/log"))["data"]["chapter"] == 1
+    receipts = _ok(reviewer.get(f"{P}/chapters/1/receipts"))["results"]
+    assert {r["stage"] for r in receipts} >= {"draft", "summarize", "judge"}
+    assert all(r["receipt"].get("blocks") for r in receipts if r["stage"] == "draft")
+    now, at_one = _ok(reviewer.get(f"{P}/state")), _ok(reviewer.get(f"{P}/state/at/1"))
+    assert at_one["data"] == now["data"]
+    before_first = _ok(reviewer.get(f"{P}/state/at/0"))
+    assert before_first["state_version"] < now["state_version"]
+    assert _ok(reviewer.get(f"{P}/runs"))["results"][0]["id"] == run["id"]

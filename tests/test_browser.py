@@ -1,0 +1,134 @@
+"""The web pages in a real browser (the system Chromium through pytest-playwright, against
+pytest-django's live server; eager Celery and the offline LLM run the pipeline inside the
+requests): log in, create a project from a brief, answer the quick-start gate, approve the plan,
+write a chapter and watch its progress, read it, edit it, see the dashboard charts. Screenshots
+go to test-output/screenshots/."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+
+from tests.conftest import CHROMIUM
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SHOTS = Path(django_settings.BASE_DIR) / "test-output" / "screenshots"
+BRIEF = "北境少年林枫在雪原上救下一位神秘老人，卷入星火宗覆灭的旧案，一路南下追查预言的真相。"
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": True,
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                     "--disable-component-update", "--disable-sync", "--no-first-run"]}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    # a Chinese browser: LocaleMiddleware picks zh-hans from Accept-Language
+    return {**browser_context_args, "locale": "zh-CN", "viewport": {"width": 1280, "height": 900}}
+
+
+@pytest.fixture(autouse=True)
+def _pipeline_in_requests(settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.NOVELSITE_OFFLINE = {"latency_ms": 400}  # slow enough for the progress bar to be seen moving
+
+
+def shot(page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def take_next_step(page) -> None:
+    """The button posts in the background, then the page reloads the dashboard."""
+    with page.expect_navigation(timeout=TIMEOUT_MS):
+        page.click("#take-next-step")
+    shot(page, "after-" + page.locator("#next-step").inner_text().replace(":", "-"))
+
+
+def test_from_log_in_to_an_edited_chapter(page, live_server, make_user):
+    make_user("owner")
+    try:
+        journey(page, live_server)
+    except Exception:
+        shot(page, "failure")  # where it stopped, for the CI artefacts
+        raise
+
+
+def journey(page, live_server) -> None:
+    from playwright.sync_api import expect
+
+    page.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=20_000)  # a loaded CI machine runs the stages slower
+    page.goto(f"{live_server.url}/")
+    expect(page).to_have_url(re.compile(r"/login/"))
+    page.fill("input[name=username]", "owner")
+    page.fill("input[name=password]", "pw-owner")
+    shot(page, "01-login")
+    page.click("button[type=submit].primary")
+    expect(page.locator("h1")).to_have_text("项目")
+
+    # a project from a brief
+    page.click("text=新建项目")
+    page.fill("#create-form input[name=title]", "雪原长夜")
+    page.fill("#create-form input[name=slug]", "snow")
+    page.fill("#create-form textarea[name=brief]", BRIEF)
+    shot(page, "02-create")
+    page.click("#create-form button[type=submit]")
+    expect(page).to_have_url(f"{live_server.url}/p/snow/")
+    expect(page.locator("#next-step")).to_have_text("quickstart:world")
+
+    # the quick start stops at the platform/genre gate, answered on the gates page
+    take_next_step(page)
+    page.click("text=回答问题")
+    page.locator("input[name=q-platform]").first.check()
+    page.locator("input[name=q-genre]").first.check()
+    shot(page, "03-gate")
+    page.click(".gate-form button[type=submit]")
+    expect(page.locator("#next-step")).to_have_text("volume:outline")
+
+    # the volume plan: staged, reviewed, approved
+    take_next_step(page)
+    page.click("#plan-waiting")
+    expect(page.locator("h1")).to_have_text("卷规划")
+    shot(page, "04-plan")
+    page.click("#approve-plan")
+    expect(page.locator("#next-step")).to_have_text("chapter:001:draft")
+
+    # write chapter 1 and watch the progress fragment while the request runs the stages
+    page.click("#write-next")
+    expect(page.locator("#progress")).to_have_attribute("data-state", "running")
+    expect(page.locator("#progress")).to_have_attribute("data-seen", "1")  # a polled stage was shown
+    shot(page, "05-progress")
+    expect(page.locator("#chapters-written")).to_have_text("1")
+    shot(page, "06-dashboard")
+
+    # read it
+    page.click("nav.project-nav >> text=章节")
+    page.click("table.list a >> nth=0")
+    expect(page.locator("article.reader p").first).to_be_visible()
+    shot(page, "07-reader")
+
+    # edit it
+    page.click("#edit-chapter")
+    page.fill("textarea[name=text]", "林枫推开木门，雪落无声。\n老人抬起头，目光如炬。")
+    page.click("#save-chapter")
+    expect(page.locator("article.reader")).to_contain_text("老人抬起头，目光如炬。")
+    shot(page, "08-edited")
+
+    # the dashboard's charts
+    page.click("nav.project-nav >> text=仪表盘")
+    expect(page.locator("#charts svg.chart").first).to_be_visible()
+    assert page.locator("#charts polyline").count() >= 1
+    page.locator("#charts").scroll_into_view_if_needed()
+    shot(page, "09-charts")
+
+    # and in English
+    page.select_option("select[name=language]", "en")
+    expect(page.locator("nav.project-nav")).to_contain_text("Dashboard")
+    shot(page, "10-english")
