@@ -192,6 +192,10 @@ SPECTACULAR_SETTINGS = {
 # process at a time, and a Redis visibility timeout well above the hard time limit plus the
 # longest retry countdown, or Redis would hand a running stage to a second worker.
 REDIS_URL = env.str("REDIS_URL", default="")
+# The cache holds the live progress of running stages and the API's throttle counters. The default
+# is per process; with workers and several web processes set CACHE_URL to a shared cache (a Redis
+# database other than the broker's, e.g. redis://127.0.0.1:6379/1) so pages see what workers write.
+CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True

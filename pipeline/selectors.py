@@ -12,6 +12,7 @@ from django.db.models import Count, DecimalField, Q, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from pipeline.progress import progress_cache_key
 from pipeline.models import ACTIVE_RUN_STATUSES, GateQuestion, GateStatus, PipelineRun, RunKind, StageRun
 from projects.models import Evaluation, Project
 
@@ -56,6 +57,8 @@ class ChapterMetric:
     overall: float | None = None
     scores: dict[str, float] = field(default_factory=dict)
     blacklist_rate: float | None = None
+    avg_sentence_length: float | None = None  # facts §13 style metrics, as the judge measured them
+    dialogue_ratio: float | None = None
     cost: float = 0.0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -81,6 +84,12 @@ def _blacklist_rate(data: dict[str, Any]) -> float | None:
     return _number(profile.get("blacklist_hit_rate", blacklist.get("hits_per_kchars")))
 
 
+def _style(data: dict[str, Any]) -> dict[str, Any]:
+    checks = (data.get("metadata") or {}).get("deterministic_checks") or data.get("deterministic_checks") or {}
+    style = checks.get("style") if isinstance(checks, dict) else None
+    return style if isinstance(style, dict) else {}
+
+
 def chapter_metrics(*, project: Project, last: int = CHART_CHAPTERS) -> list[ChapterMetric]:
     """Scores, the 8 dimensions, blacklist rate, cost and tokens of the latest ``last`` chapters,
     oldest first: two queries."""
@@ -102,6 +111,8 @@ def chapter_metrics(*, project: Project, last: int = CHART_CHAPTERS) -> list[Cha
         metrics.append(ChapterMetric(
             number=number, overall=float(overall) if overall is not None else None,
             scores={k: v for k, v in scores.items() if v is not None}, blacklist_rate=_blacklist_rate(data),
+            avg_sentence_length=_number(_style(data).get("avg_sentence_length")),
+            dialogue_ratio=_number(_style(data).get("dialogue_ratio")),
             cost=float(row.get("cost") or 0), input_tokens=row.get("inp") or 0, output_tokens=row.get("out") or 0,
             cache_read_tokens=row.get("cached") or 0))
     return metrics
@@ -137,16 +148,18 @@ def run_detail(*, project: Project, run_id: int) -> PipelineRun | None:
                               Prefetch("llm_calls", calls)).first())
 
 
-def progress_cache_key(project_id: int) -> str:
-    return f"novelsite:progress:{project_id}"
 
 
 def run_progress(*, project: Project) -> dict[str, Any]:
     """What the live progress bar shows: the active run's stage and the state of each of its stages,
-    plus the characters streamed so far (kept in the cache by the request that runs the stages in
-    eager mode; with workers only the stage progression is known). Two queries."""
+    plus the characters and the text streamed so far (kept in the cache by the process that runs the
+    stage, ``progress.cache_listener``; shared with workers only through a shared cache). An entry
+    of another run, or of a stage that finished, is not shown. Two queries."""
     run = run_active(project=project)
     streamed = cache.get(progress_cache_key(project.pk)) or {}
+    in_flight = streamed.get("event") in ("start", "text")
+    if (run is None and not in_flight) or (run is not None and streamed.get("run_id") not in (None, run.pk)):
+        streamed = {}  # left by an earlier run (the cache keeps it a few minutes)
     if run is None:
         return {"active": False, "state": project.orchestrator_state, "chapter": project.last_completed_chapter,
                 "stream": streamed}

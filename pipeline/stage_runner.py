@@ -35,6 +35,11 @@ def stage_run(*, run_id: int, stage: str) -> None:
     if claim is None:
         log.info("run %s: nothing to do for %s (moved on, waiting or leased elsewhere)", run_id, stage)
         return
+    with progress.listening(progress.cache_listener(claim.project_id)):  # the live progress of the web page
+        _run_claimed(claim, run_id, stage)
+
+
+def _run_claimed(claim, run_id: int, stage: str) -> None:
     progress.emit({"event": "start", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
                    "attempt": claim.attempt})
     streamed = 0
@@ -42,7 +47,8 @@ def stage_run(*, run_id: int, stage: str) -> None:
     def on_text(chunk: str) -> None:
         nonlocal streamed
         streamed += len(chunk)
-        progress.emit({"event": "text", "run_id": run_id, "chapter": claim.chapter, "stage": stage, "chars": streamed})
+        progress.emit({"event": "text", "run_id": run_id, "chapter": claim.chapter, "stage": stage, "chars": streamed,
+                       "chunk": chunk})
 
     try:
         step = REVISION_STEPS.get(stage) if claim.kind == RunKind.REWRITE else BOOK_STEPS.get(stage)

@@ -1,7 +1,7 @@
 """Pipeline web pages under /p/<slug>/ (the story pages are in projects/urls.py)."""
 from django.urls import path
 
-from pipeline.views import dashboard, gates, runs
+from pipeline.views import dashboard, gates, promotions, runs
 
 urlpatterns = [
     path("p/<slug:slug>/", dashboard.dashboard, name="dashboard"),
@@ -18,4 +18,8 @@ urlpatterns = [
     path("p/<slug:slug>/chapters/<int:number>/rewrite/", dashboard.chapter_rewrite_view, name="chapter-rewrite"),
     path("p/<slug:slug>/runs/", runs.run_list, name="runs"),
     path("p/<slug:slug>/runs/<int:run_id>/", runs.run_view, name="run"),
+    path("p/<slug:slug>/promotions/", promotions.promotion_list, name="promotions"),
+    path("p/<slug:slug>/promotions/<int:run_id>/", promotions.promotion_view, name="promotion"),
+    path("p/<slug:slug>/promotions/<int:run_id>/regenerate/", promotions.promotion_regenerate,
+         name="promotion-regenerate"),
 ]

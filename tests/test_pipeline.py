@@ -741,3 +741,20 @@ def test_a_volume_end_folds_its_memory_into_one_volume_summary():
     assert ArchivedSummary.objects.filter(project=project, level="archive", superseded=True).count() == 5
     keys = list(LLMCall.objects.filter(call_key__contains=":consolidate:").values_list("call_key", flat=True))
     assert len(keys) == len(set(keys)) and any(k.endswith("volume-1-30") for k in keys)
+
+
+def test_the_text_being_written_reaches_the_cache_for_the_live_progress(wakeups):
+    from django.core.cache import cache
+
+    from pipeline.progress import progress_cache_key
+
+    project = project_with_contracts(3)
+    run = chapter_run_start(project_id=project.pk)
+    seen = []
+    with progress.listening(lambda event: seen.append(cache.get(progress_cache_key(project.pk)))):
+        wakeups.step()  # the draft, streamed in chunks
+    drafting = [entry for entry in seen if entry and entry["stage"] == "draft" and entry["tail"]]
+    assert drafting, seen
+    draft = content(run, "chapter", "draft")
+    assert drafting[-1]["tail"].strip()[-50:] in draft
+    assert max(entry["chars"] for entry in drafting) > 300

@@ -240,3 +240,26 @@ def test_promotions_over_the_api(book, make_user):
     assert client(editor).post(regenerate, {"step": "promote:nope"}, format="json").status_code == 400
     assert client(editor).post(regenerate, {"step": "promote:cta"}, format="json").status_code == 202
     assert client(stranger).get(f"{url}/{run_id}").status_code == 404
+
+
+def test_the_promotion_pages_start_show_and_regenerate_a_post(book, client, make_user):
+    from projects.services.projects import membership_set_role
+
+    editor = make_user("editor")
+    membership_set_role(project=book, user=editor, role="editor")
+    client.force_login(editor)
+    response = client.post("/p/demo/promotions/", {"target_kind": "chapters", "target": "1-2", "platform": "wechat",
+                                                   "style": "educational"})
+    run = PipelineRun.objects.get(project=book, kind=RunKind.PROMOTION)
+    assert response.status_code == 302 and response["Location"] == f"/p/demo/promotions/{run.pk}/"
+    page = client.get(f"/p/demo/promotions/{run.pk}/").content.decode()
+    for platform in PLATFORMS:
+        assert f'id="version-{platform}"' in page
+    assert 'class="copy"' in page and "promote:cta" in page
+    assert client.post(f"/p/demo/promotions/{run.pk}/regenerate/", {"step": "promote:hashtags"}).status_code == 302
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE and "hashtags" in run.blackboard["history"]
+    for target in ("", "abc", "2-", "99"):  # refused with the reason, nothing started
+        response = client.post("/p/demo/promotions/", {"target_kind": "chapter", "target": target}, follow=True)
+        assert response.status_code == 200 and "messages" in response.context
+    assert PipelineRun.objects.filter(project=book, kind=RunKind.PROMOTION).count() == 1

@@ -44,6 +44,10 @@ PAGES = [
     ("post", "write", [], Action.EDIT, 302),
     ("post", "pause", [], Action.EDIT, 302),
     ("post", "retry", [], Action.EDIT, 302),
+    ("get", "promotions", [], Action.READ, 200),
+    ("post", "promotions", [], Action.EDIT, 200),  # empty form: refused, the list again with the reason
+    ("get", "promotion", ["PROMO"], Action.READ, 200),
+    ("post", "promotion-regenerate", ["PROMO"], Action.EDIT, 302),  # no step named: refused, back to the post
 ]
 
 
@@ -68,7 +72,9 @@ def world(make_user):
                                      stage="quickstart:world")
     question = GateQuestion.objects.create(project=project, run=run, step="quickstart:world", topic="t", spec=SPEC,
                                            answer_path="x.json")
-    return project, users, {"QUESTION": question.pk, "RUN": run.pk}
+    promo = PipelineRun.objects.create(project=project, kind=RunKind.PROMOTION, status=RunStatus.DONE,
+                                       stage="promote:platforms")
+    return project, users, {"QUESTION": question.pk, "RUN": run.pk, "PROMO": promo.pk}
 
 
 @pytest.mark.parametrize("role", ROLES)

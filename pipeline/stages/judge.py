@@ -15,6 +15,7 @@ from pipeline.gate import GateSettings, decide
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
 from pipeline.runs import Claim, StageOutcome
+from pipeline.style_drift import chapter_metrics as style_metrics
 from pipeline.stages.base import PromptBlock, data_block, json_text, llm_call, system_blocks
 from projects.json_validation import json_issues
 from projects.models import PipelineStage
@@ -98,7 +99,8 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
                     settings=GateSettings.from_project_settings(ctx.project.gate_settings),
                     deterministic_violations=checks.violations)
     skill.write_content("evaluation", "data", evaluation)
-    skill.write_content("evaluation", "checks", checks.as_dict())
+    # the chapter's style metrics (facts §13) ride along, so the dashboard charts drift per chapter
+    skill.write_content("evaluation", "checks", {**checks.as_dict(), "style": style_metrics(text)})
     skill.write_content("gate", "result", {**result.as_dict(), "revisions": revision_count})
     next_stage, checkpoint, status = _route(result.decision, result, revision_count, board)
     question = None

@@ -10,11 +10,10 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from pipeline import progress
 from pipeline.morning_summary import batch_morning_summary
 from pipeline.orchestrator import advance, next_step
 from pipeline.rewrite import chapter_rewrite_start
-from pipeline.runs import chapter_run_start, run_cancel, run_retry
+from pipeline.runs import chapter_run_start, run_cancel
 from pipeline.selectors import (
     chapter_metrics,
     gates_open,
@@ -61,6 +60,11 @@ def _charts(metrics) -> dict:
                             lo=0, hi=1),
         "blacklist": line_chart(xs, {_("blacklist hits per 1000 characters"): [m.blacklist_rate for m in metrics]},
                                 title=_("Blacklist rate"), lo=0),
+        # facts §13 style drift: each chapter's measures (the profile's targets are in the settings)
+        "sentence": line_chart(xs, {_("average sentence length"): [m.avg_sentence_length for m in metrics]},
+                               title=_("Sentence length"), lo=0),
+        "dialogue": line_chart(xs, {_("dialogue ratio"): [m.dialogue_ratio for m in metrics]},
+                               title=_("Dialogue ratio"), lo=0, hi=1),
     }
 
 
@@ -72,22 +76,12 @@ def progress_view(request, slug: str):
 
 
 def _with_progress(project_id: int, work):
-    """Run ``work`` (which may run whole stages in this request, in eager mode) while keeping the
-    stage and the characters streamed so far in the cache for the progress fragment."""
-    key, seen = progress_cache_key(project_id), {"stage": None, "chars": 0}
-
-    def listener(event: dict) -> None:
-        chars = event.get("chars") or 0
-        if event.get("stage") != seen["stage"] or chars - seen["chars"] >= 200 or event["event"] != "text":
-            seen.update(stage=event.get("stage"), chars=chars)
-            cache.set(key, {"stage": event.get("stage"), "chapter": event.get("chapter"), "chars": chars,
-                            "event": event["event"]}, 300)
-
+    """Run ``work`` (which may run whole stages in this request, in eager mode); the stage runner
+    keeps the live progress in the cache meanwhile (``progress.cache_listener``), cleared after."""
     try:
-        with progress.listening(listener):
-            return work()
+        return work()
     finally:
-        cache.delete(key)
+        cache.delete(progress_cache_key(project_id))
 
 
 def _act(request, slug: str, work, done: str):

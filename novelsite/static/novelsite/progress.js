@@ -4,6 +4,15 @@
 // without JavaScript the forms post normally.
 (function () {
   "use strict";
+  // promotion posts: copy a platform version to the clipboard
+  document.querySelectorAll("button.copy[data-target]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var area = document.getElementById(button.getAttribute("data-target"));
+      if (!area) return;
+      area.select();
+      if (navigator.clipboard) { navigator.clipboard.writeText(area.value); } else { document.execCommand("copy"); }
+    });
+  });
   document.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
     select.addEventListener("change", function () { select.form.submit(); });
   });
@@ -33,6 +42,8 @@
     }
     var chars = box.querySelector('[data-field="chars"]');
     chars.textContent = data.stream && data.stream.chars ? data.stream.chars + " 字" : "";
+    var tail = box.querySelector('[data-field="tail"]');
+    if (tail) tail.textContent = (data.stream && data.stream.tail) || "";  // the text as it is written
     var list = box.querySelector('[data-field="stages"]');
     if (stages.length) {
       list.innerHTML = "";
