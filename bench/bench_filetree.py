@@ -80,6 +80,8 @@ def setup_django(database_url: str) -> None:
     # Production-like: with DEBUG on, Django keeps the SQL text of every query (for the import,
     # the interpolated bulk INSERTs of the whole book) in connection.queries.
     os.environ["DEBUG"] = "0"
+    # production settings refuse to start without a secret (never a real one here)
+    os.environ.setdefault("SECRET_KEY", "bench-only-" + "x" * 40)
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 

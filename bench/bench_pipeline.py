@@ -73,6 +73,8 @@ def setup_django(database_url: str, redis_url: str) -> None:
     os.environ["REDIS_URL"] = redis_url
     os.environ["DJANGO_SETTINGS_MODULE"] = "novelsite.settings"
     os.environ["DEBUG"] = "0"  # with DEBUG on, Django keeps the SQL of every query in memory
+    # production settings refuse to start without a secret (never a real one here)
+    os.environ.setdefault("SECRET_KEY", "bench-only-" + "x" * 40)
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     import django
 
