@@ -86,7 +86,7 @@ def _first_run(project: Project, batch: BatchRun) -> tuple[PipelineRun | None, t
     if parked is not None and run_is_budget_waiting(parked):
         return _budget_resume(run_lock(parked.pk), batch=batch, actor="nightly batch"), None
     try:
-        with transaction.atomic():  # a savepoint, as in batch_continue
+        with transaction.atomic():  # a savepoint: nothing of a refused start is kept
             run = _chapter_run_create(project, batch_remaining=batch.chapters_requested - 1, batch_id=batch.pk)
     except (PipelineBusy, PipelineNotReady) as exc:
         return None, (stop_reason_of(exc), exc.message)

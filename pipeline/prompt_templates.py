@@ -13,8 +13,12 @@ def prompt_template_errors(name: str, source: str) -> list[str]:
     return validate_template(source, SAMPLE_CONTEXTS[name])
 
 
-def prompt_template_source(*, project_id: int, name: str) -> str:
+def prompt_template_source(*, project_id: int, name: str, has_overrides: bool | None = None) -> str:
+    """``has_overrides=False`` (the project has none, as read with the claim's lock: see
+    ``pipeline.lock_objects.project_lock_of_run``) skips the lookup."""
     from pipeline.models import PromptTemplate
 
+    if has_overrides is False:
+        return default_source(name)
     override = PromptTemplate.objects.filter(project_id=project_id, name=name).values_list("source", flat=True).first()
     return override if override is not None else default_source(name)

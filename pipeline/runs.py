@@ -87,23 +87,24 @@ def _chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0
     if project.orchestrator_state not in WRITABLE_STATES:
         raise PipelineNotReady(f"{project.slug} is in {project.orchestrator_state}; chapters are written in WRITING")
     chapter = project.last_completed_chapter + 1
-    contract = project.chapter_contracts.select_related("volume").filter(chapter=chapter).first()
+    contract = project.chapter_contracts.filter(chapter=chapter).values_list("volume__number", "data").first()
     if contract is None:
         raise PipelineNotReady(f"chapter {chapter} has no contract: plan its volume first",
                                extra={"chapter": chapter})
+    volume, data = contract
     board = Blackboard()
     board.as_("orchestrator").initialise(
-        meta={"kind": "chapter", "chapter": chapter, "volume": contract.volume.number,
-              "storyline_id": contract.data.get("storyline_id"), "batch_remaining": batch_remaining},
+        meta={"kind": "chapter", "chapter": chapter, "volume": volume,
+              "storyline_id": data.get("storyline_id"), "batch_remaining": batch_remaining},
         steps=["draft", "summarize", "refine", "judge", "commit", "maintain"],
     )
     run = PipelineRun.objects.create(project=project, kind=RunKind.CHAPTER, chapter=chapter,
-                                     volume_number=contract.volume.number, status=RunStatus.QUEUED, stage="draft",
+                                     volume_number=volume, status=RunStatus.QUEUED, stage="draft",
                                      blackboard=board.to_dict(), created_by=user, batch_id=batch_id)
     checkpoint_update(project.pk, reason=f"chapter {chapter} started", run=run, actor=user,
                       from_state=project.orchestrator_state,
                       inflight_chapter=chapter, pipeline_stage=PipelineStage.DRAFTING, revision_count=0,
-                      orchestrator_state=OrchestratorState.WRITING, current_volume=contract.volume.number)
+                      orchestrator_state=OrchestratorState.WRITING, current_volume=volume)
     enqueue_stage(run.pk, "draft")
     return run
 
@@ -133,11 +134,19 @@ class Claim:
 def stage_claim(*, run_id: int, stage: str, owner: str) -> Claim | None:
     """Take the run's lease for ``stage``, or None when this task has nothing to do (the run moved
     on, was cancelled, or another worker holds a live lease)."""
+    claimed = claim_locked(run_id=run_id, stage=stage, owner=owner)
+    return claimed[0] if claimed is not None else None
+
+
+def claim_locked(*, run_id: int, stage: str, owner: str,
+                 with_context: bool = True) -> tuple[Claim, PipelineRun] | None:
+    """The body of ``stage_claim`` inside the caller's transaction, with the locked run: for a
+    stage with no LLM call (the commit), which claims and finishes in one transaction."""
     project = project_lock_of_run(run_id)
     if project is None:
         return None
     project_id = project.pk
-    run = run_lock(run_id)
+    run = run_lock(run_id, with_context=with_context)
     now = timezone.now()
     if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING) or run.stage != stage:
         return None
@@ -150,15 +159,16 @@ def stage_claim(*, run_id: int, stage: str, owner: str) -> Claim | None:
     # execution of the stage that finished (a failure, or a success the run later came back to:
     # a revision, a polish pass, a stale delta, a run_retry) and the same only when the previous
     # execution never finished (its worker died), so that the redelivery reuses the stored call.
-    earlier = list(StageRun.objects.filter(run=run, stage=stage).values_list("pk", "status"))
+    earlier = list(StageRun.objects.filter(run_id=run.pk, stage=stage).values_list("pk", "status"))
     attempt = sum(status in ("succeeded", "failed") for _pk, status in earlier) + 1
     if lost := [pk for pk, status in earlier if status == "running"]:
         # an earlier execution that never finished lost its worker: say so instead of "running" forever
         StageRun.objects.filter(pk__in=lost).update(status="abandoned", error="worker lost; stage re-claimed")
     stage_run = StageRun.objects.create(run=run, stage=stage, attempt=attempt)
-    return Claim(run.pk, project_id, stage, owner, attempt, stage_run.pk, run.chapter, run.blackboard, run.context,
-                 stage_run.started_at, resumed=bool(lost), project=project, kind=run.kind,
-                 batch_id=run.batch_id)
+    claim = Claim(run.pk, project_id, stage, owner, attempt, stage_run.pk, run.chapter, run.blackboard,
+                  run.context if with_context else {}, stage_run.started_at, resumed=bool(lost), project=project,
+                  kind=run.kind, batch_id=run.batch_id)
+    return claim, run
 
 
 def _holding(run: PipelineRun, claim: Claim) -> None:
@@ -229,7 +239,8 @@ def apply_outcome(run: PipelineRun, claim: Claim, outcome: StageOutcome) -> None
 @transaction.atomic(durable=True)
 def stage_complete(*, claim: Claim, outcome: StageOutcome) -> None:
     project_lock_id(claim.project_id)
-    run = run_lock(claim.run_id, with_context=False)
+    # the lease proves the blackboard is still the one the claim read: only its holder writes it
+    run = run_lock(claim.run_id, with_context=False, with_blackboard=False)
     _holding(run, claim)
     apply_outcome(run, claim, outcome)
 

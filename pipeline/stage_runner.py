@@ -31,7 +31,16 @@ BOOK_STEPS = {**QUICKSTART_STEPS, **PLAN_STEPS, **REVIEW_STEPS, **PROMOTION_STEP
 
 def stage_run(*, run_id: int, stage: str) -> None:
     """Raise an ``LLMError`` for the task to retry (transient) or give up on (permanent)."""
-    claim = stage_claim(run_id=run_id, stage=stage, owner=new_lease_owner())
+    owner = new_lease_owner()
+    if stage == "commit":  # a chapter run claims and commits in one transaction
+        done = commit.chapter_commit(run_id=run_id, owner=owner)
+        claim, committed = done if done is not None else (None, None)
+        if committed is not None:
+            _commit_progress(claim, committed)
+            return
+        # else nothing to claim, or a rewrite's commit, claimed and left to its own step below
+    else:
+        claim = stage_claim(run_id=run_id, stage=stage, owner=owner)
     if claim is None:
         log.info("run %s: nothing to do for %s (moved on, waiting or leased elsewhere)", run_id, stage)
         return
@@ -59,11 +68,6 @@ def _run_claimed(claim, run_id: int, stage: str) -> None:
             progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
                            "next": outcome.next_stage, "status": outcome.status})
             return
-        if stage == "commit":
-            committed = commit.chapter_commit(claim=claim)
-            progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
-                           "committed": committed})
-            return
         module = CHAPTER_STAGES[stage]
         ctx, fresh = _stage_context(claim)
         outcome = module.execute(claim, ctx, Blackboard(claim.blackboard), on_text=on_text)
@@ -89,6 +93,18 @@ def _run_claimed(claim, run_id: int, stage: str) -> None:
     except Exception as exc:  # a bug or bad data: record it on the run before the task fails
         stage_fail(claim=claim, error=exc)
         raise
+
+
+def _commit_progress(claim, committed: bool) -> None:
+    """The events of a chapter's commit, sent once it is done: it claimed and committed in one
+    transaction. (An error there rolls the claim back too; the task's failure handler, retries
+    spent, records it on the run: ERROR_RETRY.)"""
+    run_id = claim.run_id
+    with progress.listening(progress.cache_listener(claim.project_id)):
+        progress.emit({"event": "start", "run_id": run_id, "chapter": claim.chapter, "stage": "commit",
+                       "attempt": claim.attempt})
+        progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": "commit",
+                       "committed": committed})
 
 
 def _stage_context(claim) -> tuple[ChapterContext, bool]:

@@ -16,14 +16,14 @@ TEXT_TOKENS_PER_CHAR = 0.25
 JSON_TOKENS_PER_CHAR = 0.34
 PER_BLOCK_OVERHEAD = 4  # role markers and separators around every block
 
-_CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+_CJK_RUNS = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]+")
 
 
 def estimate_tokens(text: str, *, kind: str = "text") -> int:
     """Estimated tokens of ``text``; ``kind`` is "text" or "json" (for the non-CJK part)."""
     if not text:
         return 0
-    cjk = len(_CJK.findall(text))
+    cjk = len(text) - len(_CJK_RUNS.sub("", text))  # runs, not characters: one match per run
     other = len(text) - cjk
     rate = JSON_TOKENS_PER_CHAR if kind == "json" else TEXT_TOKENS_PER_CHAR
     return int(cjk * CJK_TOKENS_PER_CHAR + other * rate + 0.999)

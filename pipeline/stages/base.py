@@ -75,8 +75,9 @@ def project_llm_call(
     template. ``label`` (the chapter, the volume …) goes into the offline backend's seed.
     ``BudgetExhausted`` when the run's nightly batch reached its cost cap: no call is made."""
     batch_budget_check(run_id=claim.run_id, batch_id=claim.batch_id)
-    task = PromptBlock("task", "user", template=prompt_template_source(project_id=project.pk, name=template),
-                       required=True, priority=100)
+    source = prompt_template_source(project_id=project.pk, name=template,
+                                    has_overrides=getattr(project, "has_prompt_overrides", None))
+    task = PromptBlock("task", "user", template=source, required=True, priority=100)
     spec = CallSpec(
         stage=stage, slice=slice_, build_skein=lambda _slice: skein_of([*blocks, task]),
         call_key=call_key(claim.run_id, stage, claim.attempt, sequence), tags=tags, required_tags=required_tags,

@@ -7,11 +7,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from pipeline.blackboard import Blackboard
-from pipeline.lock_objects import run_lock
-from pipeline.models import StageRun, StateTransition
-from pipeline.runs import Claim, StageOutcome, _holding, apply_outcome
+from pipeline.models import RunKind, StageRun, StateTransition
+from pipeline.runs import Claim, StageOutcome, apply_outcome, claim_locked
 from pipeline.stages.maintain import batch_continue, maintenance_due
-from projects.lock_objects import project_lock
 from projects.models import OrchestratorState, PipelineStage
 from projects.services.chapter_commit import StagedChapter, chapter_commit_story
 from projects.state_ops import StalePatch
@@ -55,12 +53,20 @@ def staged_chapter(run, board: Blackboard) -> StagedChapter:
 
 
 @transaction.atomic(durable=True)  # nobody may wrap this and keep the project lock longer
-def chapter_commit(*, claim: Claim) -> bool:
-    """True when the chapter was committed; False when the delta was stale and the run went back
-    to summarize."""
-    project = project_lock(claim.project_id)
-    run = run_lock(claim.run_id, with_context=False)
-    _holding(run, claim)
+def chapter_commit(*, run_id: int, owner: str) -> tuple[Claim, bool | None] | None:
+    """Claim the commit stage and commit, in one transaction: there is no LLM call to wait for, so
+    no lease needs to outlive it (a worker that dies here leaves nothing behind, and the
+    redelivered task claims again). None when there was nothing to claim; otherwise the claim and
+    True when the chapter was committed, False when the delta was stale and the run went back to
+    summarize, None when the run is not a chapter run (a rewrite commits through its own step,
+    under the lease this claim took)."""
+    claimed = claim_locked(run_id=run_id, stage="commit", owner=owner, with_context=False)
+    if claimed is None:
+        return None
+    claim, run = claimed
+    if claim.kind != RunKind.CHAPTER:
+        return claim, None
+    project = claim.project
     board = Blackboard(run.blackboard)
     try:  # chapter_commit_story is atomic (a savepoint here): a stale patch leaves no partial chapter
         chapter_commit_story(project=project, staged=staged_chapter(run, board))
@@ -69,7 +75,7 @@ def chapter_commit(*, claim: Claim) -> bool:
         # the kept context holds the old state: summarize must read the current one
         apply_outcome(run, claim, StageOutcome(board.to_dict(), "summarize", context={},
                                                checkpoint={"pipeline_stage": PipelineStage.DRAFTING}))
-        return False
+        return claim, False
     if project.orchestrator_state != OrchestratorState.WRITING:  # the commit ends a CHAPTER_REWRITE
         StateTransition.objects.create(project=project, from_state=project.orchestrator_state,
                                        to_state=OrchestratorState.WRITING, run=run,
@@ -78,8 +84,9 @@ def chapter_commit(*, claim: Claim) -> bool:
     orchestrator.update_step_status("commit", "completed")
     if maintenance_due(project_id=project.pk, chapter=run.chapter, volume=run.volume_number):
         apply_outcome(run, claim, StageOutcome(board.to_dict(), "maintain"))
-        return True
+        return claim, True
     orchestrator.update_step_status("maintain", "skipped")
-    apply_outcome(run, claim, StageOutcome(board.to_dict(), None))  # the run is done
-    batch_continue(run)
-    return True
+    outcome = StageOutcome(board.to_dict(), None)
+    apply_outcome(run, claim, outcome)  # the run is done
+    batch_continue(run, outcome.blackboard)
+    return claim, True

@@ -98,26 +98,28 @@ def maintenance_due(*, project_id: int, chapter: int, volume: int) -> bool:
 def maintain_finish(*, claim: Claim, outcome: StageOutcome) -> int | None:
     """End the run; in a batch, start the next chapter in the same transaction. Returns its run id."""
     project_lock_id(claim.project_id)
-    run = run_lock(claim.run_id, with_context=False)
+    run = run_lock(claim.run_id, with_context=False, with_blackboard=False)
     _holding(run, claim)
     apply_outcome(run, claim, outcome)
-    return batch_continue(run)
+    return batch_continue(run, outcome.blackboard)
 
 
-def batch_continue(run) -> int | None:
-    """After a chapter run finished: in a batch, start the next chapter (same transaction; the
-    caller holds the project lock). Returns the new run's id, or None when the batch stops."""
-    remaining = Blackboard(run.blackboard).as_("slicer").read_meta("batch_remaining") or 0
+def batch_continue(run, blackboard: dict) -> int | None:
+    """After a chapter run finished with ``blackboard``: in a batch, start the next chapter (same
+    transaction; the caller holds the project lock). Returns the new run's id, or None when the
+    batch stops."""
+    remaining = Blackboard(blackboard).as_("slicer").read_meta("batch_remaining") or 0
     if remaining <= 0:
         batch_end(run, reason=StopReason.DONE)  # (nothing to end outside a nightly batch)
         return None
     if not batch_goes_on(run):
         return None
+    # the fields _chapter_run_create reads; it refuses (raises) before it writes anything, so no
+    # savepoint is needed around it
+    project = Project.objects.only("slug", "orchestrator_state", "last_completed_chapter").get(pk=run.project_id)
     try:
-        with transaction.atomic():
-            project = Project.objects.get(pk=run.project_id)
-            return _chapter_run_create(project, user=run.created_by, batch_remaining=remaining - 1,
-                                       batch_id=run.batch_id).pk
+        return _chapter_run_create(project, user=run.created_by if run.created_by_id else None,
+                                   batch_remaining=remaining - 1, batch_id=run.batch_id).pk
     except (PipelineBusy, PipelineNotReady) as exc:
         # the end of the planned volume, or someone else started something: the batch stops
         batch_end(run, reason=stop_reason_of(exc), detail=exc.message)
