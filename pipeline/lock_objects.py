@@ -1,9 +1,15 @@
 """Row locks for the pipeline's records. Lock order (projects/lock_objects.py): Project ->
-PipelineRun -> StoryState -> other rows by pk. Take the project lock first."""
+PipelineRun -> StoryState -> other rows by pk. Take the project lock first.
+
+The two locks every stage hop takes are plain SQL loaded into model instances (``raw``): the
+ORM's query building cost more than the queries themselves (bench/README.md, part 1)."""
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef
+from functools import cache
 
+from django.db import connection
+
+from projects.lock_objects import for_update, quoted_columns
 from projects.models import Project
 
 from pipeline.models import PipelineRun, PromptTemplate
@@ -11,18 +17,33 @@ from pipeline.models import PipelineRun, PromptTemplate
 
 def project_lock_of_run(run_id: int) -> Project | None:
     """Lock 1 (the run's project) found through the run in one query; None if there is no such run.
-    Only the project row is locked (``of``), so the order project -> run still holds. The row
+    Only the project row is locked (``OF p``), so the order project -> run still holds. The row
     also says whether the project overrides any prompt template (``has_prompt_overrides``), so
     that a stage of a project without overrides (most) needs no lookup per LLM call."""
-    overrides = PromptTemplate.objects.filter(project=OuterRef("pk"))
-    return (Project.objects.select_for_update(of=("self",)).filter(runs__pk=run_id)
-            .annotate(has_prompt_overrides=Exists(overrides)).first())
+    rows = list(Project.objects.raw(_project_of_run_sql(connection.vendor), [run_id]))
+    return rows[0] if rows else None
+
+
+@cache
+def _project_of_run_sql(vendor: str) -> str:
+    return (f"SELECT {quoted_columns(Project, alias='p')}, EXISTS (SELECT 1 FROM {PromptTemplate._meta.db_table} t "
+            f"WHERE t.project_id = p.id) AS has_prompt_overrides FROM {Project._meta.db_table} p "
+            f"JOIN {PipelineRun._meta.db_table} r ON r.project_id = p.id WHERE r.id = %s{for_update(of='p')}")
 
 
 def run_lock(run_id: int, *, with_context: bool = True, with_blackboard: bool = True) -> PipelineRun:
-    """Without its context snapshot (or its blackboard), the run saves only its other fields
-    unless one assigns them: a stage completing leaves the snapshot as it is, unread and unwritten,
-    and writes a blackboard it need not read first."""
-    runs = PipelineRun.objects.select_for_update(of=("self",))
-    deferred = [name for name, wanted in (("context", with_context), ("blackboard", with_blackboard)) if not wanted]
-    return (runs.defer(*deferred) if deferred else runs).get(pk=run_id)
+    """The run, locked. Without its context snapshot (or its blackboard) those fields are
+    deferred, and the run saves only its other fields unless one assigns them: a stage completing
+    leaves the snapshot as it is, unread and unwritten, and writes a blackboard it need not read
+    first. ``PipelineRun.DoesNotExist`` if there is no such run."""
+    rows = list(PipelineRun.objects.raw(_run_lock_sql(connection.vendor, with_context, with_blackboard), [run_id]))
+    if not rows:
+        raise PipelineRun.DoesNotExist(f"no pipeline run {run_id}")
+    return rows[0]
+
+
+@cache
+def _run_lock_sql(vendor: str, with_context: bool, with_blackboard: bool) -> str:
+    skipped = {name for name, wanted in (("context", with_context), ("blackboard", with_blackboard)) if not wanted}
+    names = [f.name for f in PipelineRun._meta.concrete_fields if f.name not in skipped]
+    return f"SELECT {quoted_columns(PipelineRun, names)} FROM {PipelineRun._meta.db_table} WHERE id = %s{for_update()}"

@@ -14,11 +14,11 @@ def prompt_template_errors(name: str, source: str) -> list[str]:
 
 
 def prompt_template_source(*, project_id: int, name: str, has_overrides: bool | None = None) -> str:
-    """``has_overrides=False`` (the project has none, as read with the claim's lock: see
-    ``pipeline.lock_objects.project_lock_of_run``) skips the lookup."""
+    """A false ``has_overrides`` (the project has none, as read with the claim's lock: see
+    ``pipeline.lock_objects.project_lock_of_run``) skips the lookup; None does not know."""
     from pipeline.models import PromptTemplate
 
-    if has_overrides is False:
+    if has_overrides is not None and not has_overrides:
         return default_source(name)
     override = PromptTemplate.objects.filter(project_id=project_id, name=name).values_list("source", flat=True).first()
     return override if override is not None else default_source(name)

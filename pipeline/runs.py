@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from pipeline.batch_end import StopReason, batch_end
@@ -159,7 +159,7 @@ def claim_locked(*, run_id: int, stage: str, owner: str,
     # execution of the stage that finished (a failure, or a success the run later came back to:
     # a revision, a polish pass, a stale delta, a run_retry) and the same only when the previous
     # execution never finished (its worker died), so that the redelivery reuses the stored call.
-    earlier = list(StageRun.objects.filter(run_id=run.pk, stage=stage).values_list("pk", "status"))
+    earlier = stage_run_statuses(run_id=run.pk, stage=stage)
     attempt = sum(status in ("succeeded", "failed") for _pk, status in earlier) + 1
     if lost := [pk for pk, status in earlier if status == "running"]:
         # an earlier execution that never finished lost its worker: say so instead of "running" forever
@@ -169,6 +169,15 @@ def claim_locked(*, run_id: int, stage: str, owner: str,
                   run.context if with_context else {}, stage_run.started_at, resumed=bool(lost), project=project,
                   kind=run.kind, batch_id=run.batch_id)
     return claim, run
+
+
+def stage_run_statuses(*, run_id: int, stage: str) -> list[tuple[int, str]]:
+    """(pk, status) of the run's earlier executions of ``stage``. Plain SQL: it runs at every
+    claim, and building the ORM query cost more than running it."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, status FROM {StageRun._meta.db_table} WHERE run_id = %s AND stage = %s",
+                       [run_id, stage])
+        return list(cursor.fetchall())
 
 
 def _holding(run: PipelineRun, claim: Claim) -> None:
@@ -210,6 +219,10 @@ def stage_usage(calls: list[Any]) -> dict[str, Any]:
     return usage
 
 
+OUTCOME_FIELDS = ["blackboard", "stage", "status", "attempt", "lease_owner", "lease_expires_at", "error", "finished_at",
+                  "updated_at"]  # what apply_outcome changes on the run (and the context, when given)
+
+
 def apply_outcome(run: PipelineRun, claim: Claim, outcome: StageOutcome) -> None:
     """Write a stage's outcome; the caller holds the project and run locks."""
     now = timezone.now()
@@ -224,7 +237,7 @@ def apply_outcome(run: PipelineRun, claim: Claim, outcome: StageOutcome) -> None
     run.status = outcome.status if outcome.next_stage else RunStatus.DONE
     run.attempt, run.lease_owner, run.lease_expires_at, run.error = 0, "", None, ""
     run.finished_at = None if outcome.next_stage else now
-    run.save()
+    run.save(update_fields=[*OUTCOME_FIELDS, *(["context"] if outcome.context is not None else [])])
     if outcome.checkpoint:
         checkpoint_update(run.project_id, **outcome.checkpoint)
     if outcome.question:
