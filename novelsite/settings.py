@@ -93,6 +93,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
     DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+    # Server-side parameter binding lets psycopg prepare a statement the connection has run a few
+    # times, so PostgreSQL stops parsing and planning the same claim and completion queries of
+    # every stage hop. Off behind a transaction-pooling PgBouncer (prepared statements do not
+    # survive a change of server connection there).
+    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+        DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

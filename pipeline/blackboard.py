@@ -41,6 +41,19 @@ ACCESS: dict[tuple[str, str], frozenset[str]] = {
 }
 
 
+
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (what a blackboard holds), several times faster than
+    ``copy.deepcopy``, which it falls back to for anything else."""
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return copy.deepcopy(value)
+
+
 class BlackboardAccessError(PermissionError):
     """A component touched a zone its kind may not touch."""
 
@@ -51,7 +64,7 @@ def _now() -> str:
 
 class Blackboard:
     def __init__(self, data: dict[str, Any] | None = None) -> None:
-        data = copy.deepcopy(data) if data else {}
+        data = _copy(data) if data else {}
         self._meta: dict[str, Any] = data.get("meta", {})
         self._content: dict[str, Any] = data.get("content", {})
         self._control: dict[str, Any] = data.get("control", {})
@@ -62,7 +75,7 @@ class Blackboard:
         data = {"meta": self._meta, "content": self._content, "control": self._control}
         if self._history:
             data["history"] = self._history
-        return copy.deepcopy(data)
+        return _copy(data)
 
     def as_(self, kind: Kind) -> BlackboardView:
         if kind not in KINDS:
@@ -85,7 +98,7 @@ class BlackboardView:
     # --- writes ---
     def write_meta(self, key: str, value: Any) -> None:
         self._check("meta", "write")
-        self._board._meta[key] = copy.deepcopy(value)
+        self._board._meta[key] = _copy(value)
 
     def write_content(self, zone: str, key: str | None, value: Any) -> None:
         """``key`` None writes the zone entry itself (seed 001's ``hashtags`` is a list, not an object)."""
@@ -95,13 +108,13 @@ class BlackboardView:
                 versions = self._board._history.setdefault(zone, [])
                 versions.append({"version": len(versions) + 1, "value": self._board._content[zone],
                                  "replaced_at": _now()})
-            self._board._content[zone] = copy.deepcopy(value)
+            self._board._content[zone] = _copy(value)
             return
         section = self._board._content.setdefault(zone, {})
         if key in section:
             versions = self._board._history.setdefault(f"{zone}.{key}", [])
             versions.append({"version": len(versions) + 1, "value": section[key], "replaced_at": _now()})
-        section[key] = copy.deepcopy(value)
+        section[key] = _copy(value)
 
     def write_control(self, key: str, value: Any) -> None:
         """``key`` may be dotted (``quality_scores.virality``)."""
@@ -110,7 +123,7 @@ class BlackboardView:
         *parents, last = key.split(".")
         for part in parents:
             target = target.setdefault(part, {})
-        target[last] = copy.deepcopy(value)
+        target[last] = _copy(value)
 
     def append_error(self, step_id: str, error_type: str, message: str) -> None:
         errors = self._board._control.setdefault("errors", [])
@@ -129,19 +142,19 @@ class BlackboardView:
     # --- reads ---
     def read_meta(self, key: str) -> Any:
         self._check("meta", "read")
-        return copy.deepcopy(self._board._meta.get(key))
+        return _copy(self._board._meta.get(key))
 
     def read_content(self, zone: str, key: str) -> Any:
         self._check("content", "read")
-        return copy.deepcopy(self._board._content.get(zone, {}).get(key))
+        return _copy(self._board._content.get(zone, {}).get(key))
 
     def read_control(self, key: str) -> Any:
         self._check("control", "read")
-        return copy.deepcopy(_dig(self._board._control, key.split(".")))
+        return _copy(_dig(self._board._control, key.split(".")))
 
     def content_versions(self, zone: str, key: str) -> list[dict[str, Any]]:
         self._check("content", "read")
-        return copy.deepcopy(self._board._history.get(f"{zone}.{key}", []))
+        return _copy(self._board._history.get(f"{zone}.{key}", []))
 
     def get_slice(self, scope: Iterable[str]) -> dict[str, Any]:
         """The values at dotted paths (``meta.intent``, ``content.hook.selected``,
@@ -153,7 +166,7 @@ class BlackboardView:
             if zone not in zones or not rest:
                 raise ValueError(f"slice paths look like meta.intent or content.hook.selected, not {path!r}")
             self._check(zone, "slice")
-            result[path] = copy.deepcopy(_dig(zones[zone], rest.split(".")))
+            result[path] = _copy(_dig(zones[zone], rest.split(".")))
         return result
 
     def snapshot(self) -> dict[str, Any]:

@@ -1,15 +1,16 @@
 """Row locks for the pipeline's records. Lock order (projects/lock_objects.py): Project ->
 PipelineRun -> StoryState -> other rows by pk. Take the project lock first.
 
-The two locks every stage hop takes are plain SQL loaded into model instances (``raw``): the
-ORM's query building cost more than the queries themselves (bench/README.md, part 1)."""
+The two locks every stage hop takes are plain SQL loaded into model instances
+(``projects.lock_objects.fetch_instances``): the ORM's query building cost more than the queries
+themselves (bench/README.md, part 1)."""
 from __future__ import annotations
 
 from functools import cache
 
 from django.db import connection
 
-from projects.lock_objects import for_update, quoted_columns
+from projects.lock_objects import fetch_instances, for_update, quoted_columns
 from projects.models import Project
 
 from pipeline.models import PipelineRun, PromptTemplate
@@ -20,7 +21,9 @@ def project_lock_of_run(run_id: int) -> Project | None:
     Only the project row is locked (``OF p``), so the order project -> run still holds. The row
     also says whether the project overrides any prompt template (``has_prompt_overrides``), so
     that a stage of a project without overrides (most) needs no lookup per LLM call."""
-    rows = list(Project.objects.raw(_project_of_run_sql(connection.vendor), [run_id]))
+    names = [field.name for field in Project._meta.concrete_fields]
+    rows = fetch_instances(Project, _project_of_run_sql(connection.vendor), [run_id], names,
+                           extra=("has_prompt_overrides",))
     return rows[0] if rows else None
 
 
@@ -36,14 +39,20 @@ def run_lock(run_id: int, *, with_context: bool = True, with_blackboard: bool = 
     deferred, and the run saves only its other fields unless one assigns them: a stage completing
     leaves the snapshot as it is, unread and unwritten, and writes a blackboard it need not read
     first. ``PipelineRun.DoesNotExist`` if there is no such run."""
-    rows = list(PipelineRun.objects.raw(_run_lock_sql(connection.vendor, with_context, with_blackboard), [run_id]))
+    names = _run_fields(with_context, with_blackboard)
+    rows = fetch_instances(PipelineRun, _run_lock_sql(connection.vendor, names), [run_id], list(names))
     if not rows:
         raise PipelineRun.DoesNotExist(f"no pipeline run {run_id}")
     return rows[0]
 
 
 @cache
-def _run_lock_sql(vendor: str, with_context: bool, with_blackboard: bool) -> str:
+def _run_fields(with_context: bool, with_blackboard: bool) -> tuple[str, ...]:
     skipped = {name for name, wanted in (("context", with_context), ("blackboard", with_blackboard)) if not wanted}
-    names = [f.name for f in PipelineRun._meta.concrete_fields if f.name not in skipped]
-    return f"SELECT {quoted_columns(PipelineRun, names)} FROM {PipelineRun._meta.db_table} WHERE id = %s{for_update()}"
+    return tuple(f.name for f in PipelineRun._meta.concrete_fields if f.name not in skipped)
+
+
+@cache
+def _run_lock_sql(vendor: str, names: tuple[str, ...]) -> str:
+    return (f"SELECT {quoted_columns(PipelineRun, list(names))} FROM {PipelineRun._meta.db_table} "
+            f"WHERE id = %s{for_update()}")

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.checks import quoted_mask
+from pipeline.checks import quoted_spans
 from projects.text_stats import count_chars
 
 INJECTED_TO = ["ChapterWriter", "StyleRefiner"]
@@ -21,7 +21,7 @@ DRIFT_ABOVE = {"avg_sentence_length": 0.20, "dialogue_ratio": 0.15}  # deviation
 
 # A sentence ends at a run of 。！？… (ASCII !? too), with any closing quotes after it, or at a line break.
 _SENTENCE_END = re.compile(r"[。！？!?…]+[”’」』\"']*|\n+")
-_QUOTE_MARKS = set("“”「」『』")
+_DROP_QUOTE_MARKS = str.maketrans("", "", "“”「」『』")
 
 
 def _body(text: str) -> str:
@@ -34,10 +34,9 @@ def chapter_metrics(text: str) -> dict[str, float]:
     quote marks not counted; empty pieces dropped), 2 dp. ``dialogue_ratio``: non-whitespace
     characters inside “…”/「…」/『…』 over all non-whitespace characters, 4 dp. Empty text -> zeros."""
     body = _body(text)
-    lengths = [n for piece in _SENTENCE_END.split(body)
-               if (n := count_chars("".join(ch for ch in piece if ch not in _QUOTE_MARKS)))]
+    lengths = [n for piece in _SENTENCE_END.split(body) if (n := count_chars(piece.translate(_DROP_QUOTE_MARKS)))]
     total = count_chars(body)
-    quoted = sum(1 for ch, inside in zip(body, quoted_mask(body)) if inside and not ch.isspace())
+    quoted = sum(count_chars(body[start:end]) for start, end in quoted_spans(body))
     return {
         "avg_sentence_length": round(sum(lengths) / len(lengths), 2) if lengths else 0.0,
         "dialogue_ratio": round(quoted / total, 4) if total else 0.0,

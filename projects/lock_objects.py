@@ -43,6 +43,45 @@ def quoted_columns(model: type[models.Model], names: list[str] | None = None, *,
     return ", ".join(prefix + connection.ops.quote_name(f.column) for f in fields)
 
 
+def fetch_instances(model: type[M], sql: str, params: list, names: list[str],
+                    extra: tuple[str, ...] = ()) -> list[M]:
+    """The rows of ``sql`` as ``model`` instances, their values converted as the ORM converts
+    them: ``sql`` selects the columns of the fields ``names`` (in the model's field order; the
+    other fields are deferred), then one column per ``extra`` attribute. For the plain-SQL lock
+    helpers of the hottest paths: ``Model.objects.raw`` resolves its columns again on every call,
+    which cost more than the query."""
+    attnames, converters = _row_converters(model, tuple(names), connection.vendor)
+    width = len(attnames)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    instances = []
+    for row in rows:
+        values = list(row[:width])
+        for index, functions, expression in converters:
+            for function in functions:
+                values[index] = function(values[index], expression, connection)
+        instance = model.from_db(connection.alias, attnames, values)
+        for name, value in zip(extra, row[width:]):
+            setattr(instance, name, value)
+        instances.append(instance)
+    return instances
+
+
+@cache
+def _row_converters(model: type[models.Model], names: tuple[str, ...], vendor: str):
+    fields = [field for field in model._meta.concrete_fields if field.name in names]
+    if len(fields) != len(names):
+        raise ValueError(f"{model.__name__}: {names} are not all concrete fields")
+    converters = []
+    for index, field in enumerate(fields):
+        expression = field.get_col(model._meta.db_table)
+        functions = connection.ops.get_db_converters(expression) + expression.get_db_converters(connection)
+        if functions:
+            converters.append((index, functions, expression))
+    return [field.attname for field in fields], converters
+
+
 def for_update(of: str = "") -> str:
     """``FOR UPDATE [OF alias]`` where the database has row locks; nothing on SQLite, whose
     IMMEDIATE transactions serialise writers instead (as the ORM's ``select_for_update`` does)."""

@@ -17,14 +17,15 @@ from projects.state_ops import StalePatch
 
 def _log(run, board: Blackboard, gate: dict) -> dict:
     stages = []
-    for stage_run in StageRun.objects.filter(run=run, status="succeeded").order_by("started_at", "pk"):
-        if stage_run.stage in ("commit", "maintain"):
-            continue
-        stages.append({"name": stage_run.stage, "model": stage_run.model, "duration_ms": stage_run.duration_ms or 0,
-                       "input_tokens": stage_run.input_tokens, "output_tokens": stage_run.output_tokens,
-                       "cache_creation_input_tokens": stage_run.cache_creation_tokens,
-                       "cache_read_input_tokens": stage_run.cache_read_tokens,
-                       "cost_usd": float(stage_run.cost_usd)})
+    succeeded = (StageRun.objects.filter(run=run, status="succeeded").exclude(stage__in=("commit", "maintain"))
+                 .order_by("started_at", "pk").values_list("stage", "model", "duration_ms", "input_tokens",
+                                                            "output_tokens", "cache_creation_tokens",
+                                                            "cache_read_tokens", "cost_usd"))
+    for stage, model, duration_ms, input_tokens, output_tokens, cache_creation, cache_read, cost in succeeded:
+        stages.append({"name": stage, "model": model, "duration_ms": duration_ms or 0,
+                       "input_tokens": input_tokens, "output_tokens": output_tokens,
+                       "cache_creation_input_tokens": cache_creation, "cache_read_input_tokens": cache_read,
+                       "cost_usd": float(cost)})
     return {"chapter": run.chapter, "storyline_id": board.as_("slicer").read_meta("storyline_id") or "",
             "started_at": timezone.localtime(run.created_at).isoformat(timespec="seconds"), "stages": stages,
             "gate_decision": gate.get("decision"), "revisions": gate.get("revisions", 0),

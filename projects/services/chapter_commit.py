@@ -63,9 +63,12 @@ def chapter_commit_story(*, project: Project, staged: StagedChapter) -> Chapter:
     if Chapter.objects.filter(project=project, number=staged.number).exists():
         raise ChapterAlreadyCommitted(f"chapter {staged.number} is already committed")
     story_state_apply_patch(project=project, delta=staged.delta, source=ChangeSource.PIPELINE)
-    volume, _ = Volume.objects.get_or_create(project=project, number=staged.volume_number)
+    # the volume's id only: its outline and plans are not this commit's business (nor worth reading)
+    volume_id = Volume.objects.filter(project=project, number=staged.volume_number).values_list("pk", flat=True).first()
+    if volume_id is None:
+        volume_id = Volume.objects.create(project=project, number=staged.volume_number).pk
     storyline = storyline_lock(project=project, slug=staged.storyline_slug)  # its memory is overwritten below
-    chapter = Chapter(project=project, volume=volume, number=staged.number, storyline=storyline,
+    chapter = Chapter(project=project, volume_id=volume_id, number=staged.number, storyline=storyline,
                       title=staged.title[:200], text=staged.text)
     chapter.save()
     ChapterSummary.objects.create(project=project, chapter=chapter, storyline_slug=staged.storyline_slug,
