@@ -36,7 +36,7 @@ from pipeline.models import (
     StateTransition,
 )
 from pipeline.queueing import enqueue_stage
-from projects.lock_objects import project_lock, project_lock_id
+from projects.lock_objects import db_value, project_lock, project_lock_id, update_returning
 from projects.models import OrchestratorState, PipelineStage, Project
 
 WRITABLE_STATES = (OrchestratorState.WRITING, OrchestratorState.CHAPTER_REWRITE)
@@ -146,15 +146,9 @@ def claim_locked(*, run_id: int, stage: str, owner: str,
     if project is None:
         return None
     project_id = project.pk
-    run = run_lock(run_id, with_context=with_context)
-    now = timezone.now()
-    if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING) or run.stage != stage:
+    run = _lease_take(run_id, stage=stage, owner=owner, with_context=with_context)
+    if run is None:
         return None
-    if run.lease_owner and run.lease_owner != owner and run.lease_expires_at and run.lease_expires_at > now:
-        return None
-    run.lease_owner, run.lease_expires_at = owner, now + timedelta(seconds=lease_seconds())
-    run.status = RunStatus.RUNNING
-    run.save(update_fields=["lease_owner", "lease_expires_at", "status", "updated_at"])
     # The attempt names the stored LLM call (call_store.call_key), so it must be new for every
     # execution of the stage that finished (a failure, or a success the run later came back to:
     # a revision, a polish pass, a stale delta, a run_retry) and the same only when the previous
@@ -169,6 +163,21 @@ def claim_locked(*, run_id: int, stage: str, owner: str,
                   run.context if with_context else {}, stage_run.started_at, resumed=bool(lost), project=project,
                   kind=run.kind, batch_id=run.batch_id)
     return claim, run
+
+
+def _lease_take(run_id: int, *, stage: str, owner: str, with_context: bool) -> PipelineRun | None:
+    """Lock 2: take the run's lease for ``stage`` and return the run, or None when the run is not
+    queued or running at ``stage`` or another owner's lease is still live. One conditional UPDATE
+    (it locks the row as it changes it) instead of a locked read and a save."""
+    now = timezone.now()
+    where = ("id = %s AND stage = %s AND status IN (%s, %s) AND "
+             "(lease_owner = '' OR lease_owner = %s OR lease_expires_at IS NULL OR lease_expires_at <= %s)")
+    names = [f.name for f in PipelineRun._meta.concrete_fields if with_context or f.name != "context"]
+    return update_returning(
+        PipelineRun, {"lease_owner": owner, "lease_expires_at": now + timedelta(seconds=lease_seconds()),
+                      "status": RunStatus.RUNNING, "updated_at": now},
+        where, [run_id, stage, RunStatus.QUEUED, RunStatus.RUNNING, owner,
+                db_value(PipelineRun, "lease_expires_at", now)], names)
 
 
 def stage_run_statuses(*, run_id: int, stage: str) -> list[tuple[int, str]]:
@@ -219,25 +228,37 @@ def stage_usage(calls: list[Any]) -> dict[str, Any]:
     return usage
 
 
-OUTCOME_FIELDS = ["blackboard", "stage", "status", "attempt", "lease_owner", "lease_expires_at", "error", "finished_at",
-                  "updated_at"]  # what apply_outcome changes on the run (and the context, when given)
+def _outcome_fields(stage: str, outcome: StageOutcome, now: datetime) -> dict[str, Any]:
+    """The run's fields after ``stage`` finished with ``outcome``: the lease is released."""
+    fields = {"blackboard": outcome.blackboard, "stage": outcome.next_stage or stage,
+              "status": outcome.status if outcome.next_stage else RunStatus.DONE, "attempt": 0, "lease_owner": "",
+              "lease_expires_at": None, "error": "", "finished_at": None if outcome.next_stage else now,
+              "updated_at": now}
+    if outcome.context is not None:
+        fields["context"] = outcome.context
+    return fields
 
 
 def apply_outcome(run: PipelineRun, claim: Claim, outcome: StageOutcome) -> None:
     """Write a stage's outcome; the caller holds the project and run locks."""
     now = timezone.now()
+    fields = _outcome_fields(run.stage, outcome, now)
+    for name, value in fields.items():
+        setattr(run, name, value)
+    _stage_run_succeeded(claim, outcome, now)
+    run.save(update_fields=list(fields))
+    _outcome_follow_up(run, outcome)
+
+
+def _stage_run_succeeded(claim: Claim, outcome: StageOutcome, now: datetime) -> None:
     started = claim.started_at or now
     StageRun.objects.filter(pk=claim.stage_run_id).update(
         status="succeeded", finished_at=now, duration_ms=int((now - started).total_seconds() * 1000),
         **stage_usage(outcome.calls))
-    run.blackboard = outcome.blackboard
-    if outcome.context is not None:
-        run.context = outcome.context
-    run.stage = outcome.next_stage or run.stage
-    run.status = outcome.status if outcome.next_stage else RunStatus.DONE
-    run.attempt, run.lease_owner, run.lease_expires_at, run.error = 0, "", None, ""
-    run.finished_at = None if outcome.next_stage else now
-    run.save(update_fields=[*OUTCOME_FIELDS, *(["context"] if outcome.context is not None else [])])
+
+
+def _outcome_follow_up(run: PipelineRun, outcome: StageOutcome) -> None:
+    """After the run's row is written: the checkpoint, a gate's question, the batch, the next stage."""
     if outcome.checkpoint:
         checkpoint_update(run.project_id, **outcome.checkpoint)
     if outcome.question:
@@ -252,10 +273,21 @@ def apply_outcome(run: PipelineRun, claim: Claim, outcome: StageOutcome) -> None
 @transaction.atomic(durable=True)
 def stage_complete(*, claim: Claim, outcome: StageOutcome) -> None:
     project_lock_id(claim.project_id)
-    # the lease proves the blackboard is still the one the claim read: only its holder writes it
-    run = run_lock(claim.run_id, with_context=False, with_blackboard=False)
-    _holding(run, claim)
-    apply_outcome(run, claim, outcome)
+    now = timezone.now()
+    # Lock 2 and the write in one statement, if the lease still holds (the lease also proves the
+    # blackboard is the one the claim read: only its holder writes it, so it is not read again)
+    fields = _outcome_fields(claim.stage, outcome, now)
+    run = update_returning(PipelineRun, fields, "id = %s AND stage = %s AND lease_owner = %s AND status = %s",
+                           [claim.run_id, claim.stage, claim.owner, RunStatus.RUNNING], _FOLLOW_UP_FIELDS)
+    if run is None:
+        now_at = PipelineRun.objects.filter(pk=claim.run_id).values_list("status", "stage").first()
+        raise LeaseLost(f"run {claim.run_id} moved on from {claim.stage} (now {'/'.join(now_at or ('gone',))})")
+    _stage_run_succeeded(claim, outcome, now)
+    _outcome_follow_up(run, outcome)
+
+
+# what _outcome_follow_up reads of the run (a gate's question, the batch's end, the next stage)
+_FOLLOW_UP_FIELDS = ["id", "project", "kind", "chapter", "volume_number", "status", "stage", "batch"]
 
 
 @transaction.atomic(durable=True)

@@ -68,6 +68,27 @@ def fetch_instances(model: type[M], sql: str, params: list, names: list[str],
     return instances
 
 
+def update_returning(model: type[M], values: dict, where: str, where_params: list, names: list[str]) -> M | None:
+    """``UPDATE`` the row of ``model`` matching ``where`` (one row, by its id) with ``values`` (field
+    name -> Python value, adapted as the ORM adapts them) and return it as an instance with the
+    fields ``names``, or None when no row matched. One statement where a locked read and a save
+    would be two: it locks the row as it changes it, and ``where`` states the conditions a
+    read-then-check would have checked."""
+    wanted = set(names)
+    names = [field.name for field in model._meta.concrete_fields if field.name in wanted]  # the row's order
+    fields = [model._meta.get_field(name) for name in values]
+    assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = %s" for field in fields)
+    params = [field.get_db_prep_save(value, connection) for field, value in zip(fields, values.values())]
+    sql = f"UPDATE {model._meta.db_table} SET {assignments} WHERE {where} RETURNING {quoted_columns(model, names)}"
+    rows = fetch_instances(model, sql, params + where_params, names)
+    return rows[0] if rows else None
+
+
+def db_value(model: type[models.Model], name: str, value):
+    """``value`` of the field ``name`` as the database takes it (a datetime for SQLite, JSON …)."""
+    return model._meta.get_field(name).get_db_prep_value(value, connection, prepared=False)
+
+
 @cache
 def _row_converters(model: type[models.Model], names: tuple[str, ...], vendor: str):
     fields = [field for field in model._meta.concrete_fields if field.name in names]
