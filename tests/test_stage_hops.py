@@ -1,0 +1,158 @@
+"""The two transactions of every stage hop, taken apart: taking a stage's lease (``stage_claim``)
+and finishing the stage (``stage_complete``), as the pipeline's hot path writes them (plain SQL:
+one conditional UPDATE … RETURNING each, rows loaded by ``fetch_instances``). Run on the test
+database, SQLite or PostgreSQL: both spellings of the SQL are exercised somewhere.
+
+What a user relies on: a live lease is never taken over, an expired one is; a worker whose lease
+was taken over writes nothing when it finishes; a finished stage releases its lease, keeps the
+run's context unless it replaces it, and wakes the next stage; a project's prompt overrides are
+noticed without a lookup per LLM call.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from pipeline import queueing
+from pipeline.errors import LeaseLost
+from pipeline.lock_objects import project_lock_of_run, run_lock
+from pipeline.models import PipelineRun, PromptTemplate, RunStatus, StageRun
+from pipeline.prompts import default_source
+from pipeline.runs import StageOutcome, chapter_run_start, stage_claim, stage_complete
+from projects.lock_objects import fetch_instances, quoted_columns
+from projects.models import PipelineStage, Project
+from projects.sample_project import sample_project_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[int, str]]:
+    """Wake-ups are recorded, not run: each test drives the hops itself."""
+    messages: list[tuple[int, str]] = []
+    monkeypatch.setattr(queueing, "_send", lambda run_id, stage: messages.append((run_id, stage)))
+    return messages
+
+
+@pytest.fixture
+def run(sent) -> PipelineRun:
+    project = sample_project_create(slug="hops")
+    started = chapter_run_start(project_id=project.pk)
+    assert sent == [(started.pk, "draft")]
+    return started
+
+
+def test_a_claim_takes_the_lease_and_hands_the_stage_what_it_reads(run):
+    claim = stage_claim(run_id=run.pk, stage="draft", owner="worker-a:1")
+
+    assert claim is not None and (claim.stage, claim.attempt, claim.chapter) == ("draft", 1, 1)
+    assert claim.blackboard["meta"]["chapter"] == 1 and claim.project.slug == "hops"
+    assert claim.project.style_profile == Project.objects.get(pk=run.project_id).style_profile  # JSON decoded
+    assert not claim.project.has_prompt_overrides and not claim.resumed
+    stored = PipelineRun.objects.get(pk=run.pk)
+    assert (stored.status, stored.lease_owner) == (RunStatus.RUNNING, "worker-a:1")
+    assert stored.lease_expires_at > timezone.now() + timedelta(minutes=5)
+    assert list(StageRun.objects.filter(run=run).values_list("stage", "status", "attempt")) == [("draft", "running", 1)]
+
+
+def test_a_live_lease_is_never_taken_over_and_an_expired_one_is(run):
+    assert stage_claim(run_id=run.pk, stage="draft", owner="worker-a:1")
+    assert stage_claim(run_id=run.pk, stage="draft", owner="worker-b:1") is None  # a's lease is live
+    assert stage_claim(run_id=run.pk, stage="summarize", owner="worker-b:1") is None  # not at that stage
+    assert PipelineRun.objects.get(pk=run.pk).lease_owner == "worker-a:1"
+
+    PipelineRun.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    taken = stage_claim(run_id=run.pk, stage="draft", owner="worker-b:1")
+
+    assert taken is not None and taken.resumed and taken.attempt == 1  # same attempt: its stored call counts
+    assert PipelineRun.objects.get(pk=run.pk).lease_owner == "worker-b:1"
+    assert list(StageRun.objects.filter(run=run).order_by("pk").values_list("status", flat=True)) == [
+        "abandoned", "running"]
+
+
+def test_a_cancelled_or_finished_run_has_nothing_to_claim(run):
+    PipelineRun.objects.filter(pk=run.pk).update(status=RunStatus.CANCELLED)
+    assert stage_claim(run_id=run.pk, stage="draft", owner="worker-a:1") is None
+    assert stage_claim(run_id=987654, stage="draft", owner="worker-a:1") is None  # no such run
+    assert not StageRun.objects.exists()
+
+
+def test_finishing_a_stage_releases_the_lease_and_wakes_the_next_one(run, sent):
+    claim = stage_claim(run_id=run.pk, stage="draft", owner="worker-a:1")
+    board = {**claim.blackboard, "content": {"chapter": {"draft": "正文"}}}
+    sent.clear()
+
+    stage_complete(claim=claim, outcome=StageOutcome(board, "summarize", context={"v": 1, "chapter": 1},
+                                                     checkpoint={"pipeline_stage": PipelineStage.DRAFTED}))
+
+    stored = PipelineRun.objects.get(pk=run.pk)
+    assert (stored.stage, stored.status, stored.lease_owner, stored.lease_expires_at) == (
+        "summarize", RunStatus.QUEUED, "", None)
+    assert stored.blackboard["content"]["chapter"]["draft"] == "正文" and stored.context == {"v": 1, "chapter": 1}
+    assert StageRun.objects.get(pk=claim.stage_run_id).status == "succeeded"
+    assert Project.objects.get(pk=run.project_id).pipeline_stage == PipelineStage.DRAFTED
+    assert sent == [(run.pk, "summarize")]
+
+    # the next stage keeps the context when its outcome does not replace it, and the run ends
+    claim = stage_claim(run_id=run.pk, stage="summarize", owner="worker-b:1")
+    assert claim.context == {"v": 1, "chapter": 1}
+    stage_complete(claim=claim, outcome=StageOutcome(claim.blackboard, None))
+    stored = PipelineRun.objects.get(pk=run.pk)
+    assert stored.status == RunStatus.DONE and stored.finished_at is not None
+    assert stored.context == {"v": 1, "chapter": 1}
+
+
+def test_a_worker_whose_lease_was_taken_over_writes_nothing(run, sent):
+    slow = stage_claim(run_id=run.pk, stage="draft", owner="worker-a:1")
+    PipelineRun.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    fast = stage_claim(run_id=run.pk, stage="draft", owner="worker-b:1")
+    sent.clear()
+
+    with pytest.raises(LeaseLost, match="moved on from draft"):
+        stage_complete(claim=slow, outcome=StageOutcome({**slow.blackboard, "content": {"x": {"y": 1}}}, "summarize",
+                                                        checkpoint={"pipeline_stage": PipelineStage.DRAFTED}))
+
+    stored = PipelineRun.objects.get(pk=run.pk)
+    assert (stored.stage, stored.status, stored.lease_owner) == ("draft", RunStatus.RUNNING, "worker-b:1")
+    assert stored.blackboard == fast.blackboard
+    assert StageRun.objects.get(pk=fast.stage_run_id).status == "running"
+    assert Project.objects.get(pk=run.project_id).pipeline_stage == PipelineStage.DRAFTING
+    assert sent == []
+
+
+def test_a_project_with_an_override_is_seen_by_the_claim_and_its_stage_uses_it(run, settings):
+    from django.db import transaction
+
+    with transaction.atomic():
+        assert project_lock_of_run(run.pk).has_prompt_overrides is not True
+    PromptTemplate.objects.create(project_id=run.project_id, name="draft.j2", source="写第 {{ chapter }} 章。")
+    with transaction.atomic():
+        assert project_lock_of_run(run.pk).has_prompt_overrides
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    from pipeline.stage_runner import stage_run
+
+    stage_run(run_id=run.pk, stage="draft")
+    receipt = StageRun.objects.get(run=run, stage="draft", status="succeeded").receipt
+    task = next(block for block in receipt["blocks"] if block["name"] == "task")
+    assert task["tokens"] < 20 < len(default_source("draft.j2"))  # the short override, not the default
+
+
+def test_locked_rows_load_like_the_orm_with_unselected_fields_deferred(run):
+    from django.db import transaction
+
+    with transaction.atomic():
+        lean = run_lock(run.pk, with_context=False, with_blackboard=False)
+        full = run_lock(run.pk)
+    orm = PipelineRun.objects.get(pk=run.pk)
+    assert {"context", "blackboard"} <= lean.get_deferred_fields() and not full.get_deferred_fields()
+    assert (full.created_at, full.blackboard, full.status) == (orm.created_at, orm.blackboard, orm.status)
+    assert lean.blackboard == orm.blackboard  # a deferred field still loads on access
+
+    sql = f"SELECT {quoted_columns(PipelineRun, ['id', 'created_at'])} FROM pipeline_pipelinerun WHERE id = %s"
+    with pytest.raises(ValueError, match="not all concrete fields"):
+        fetch_instances(PipelineRun, sql, [run.pk], ["id", "no_such_field"])
+    (row,) = fetch_instances(PipelineRun, sql, [run.pk], ["id", "created_at"])
+    assert row.created_at == orm.created_at and row.created_at.tzinfo is not None
