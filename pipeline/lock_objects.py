@@ -21,15 +21,21 @@ def project_lock_of_run(run_id: int) -> Project | None:
     Only the project row is locked (``OF p``), so the order project -> run still holds. The row
     also says whether the project overrides any prompt template (``has_prompt_overrides``), so
     that a stage of a project without overrides (most) needs no lookup per LLM call."""
-    names = [field.name for field in Project._meta.concrete_fields]
-    rows = fetch_instances(Project, _project_of_run_sql(connection.vendor), [run_id], names,
+    rows = fetch_instances(Project, _project_of_run_sql(connection.vendor), [run_id], _CLAIMED_PROJECT_FIELDS,
                            extra=("has_prompt_overrides",))
     return rows[0] if rows else None
 
 
+# The project as a stage reads it. Not the brief, the relationship graph, the storyline specs or
+# the checkpoint's extras: they grow with the book and no chapter stage reads them (one that
+# does, a quick start's, loads them on first access as from any deferred field).
+_CLAIM_SKIPS = {"brief", "relationships", "storyline_spec", "storylines_meta", "pending_actions", "checkpoint_extra"}
+_CLAIMED_PROJECT_FIELDS = [f.name for f in Project._meta.concrete_fields if f.name not in _CLAIM_SKIPS]
+
+
 @cache
 def _project_of_run_sql(vendor: str) -> str:
-    return (f"SELECT {quoted_columns(Project, alias='p')}, EXISTS (SELECT 1 FROM {PromptTemplate._meta.db_table} t "
+    return (f"SELECT {quoted_columns(Project, _CLAIMED_PROJECT_FIELDS, alias='p')}, EXISTS (SELECT 1 FROM {PromptTemplate._meta.db_table} t "
             f"WHERE t.project_id = p.id) AS has_prompt_overrides FROM {Project._meta.db_table} p "
             f"JOIN {PipelineRun._meta.db_table} r ON r.project_id = p.id WHERE r.id = %s{for_update(of='p')}")
 
