@@ -426,6 +426,7 @@ def part1_overhead(args: argparse.Namespace, env: dict[str, str], queue: str, wo
         warmup = run_figures(wait_for_runs([project.pk], 1, timeout=120, workers=[worker]))[0]
         print(f"  part 1: a batch of {chapters} chapters …", flush=True)
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        speed = reference_loop_ms()
         before = cpu_snapshot(worker)
         started = time.perf_counter()
         chapter_run_start(project_id=project.pk, batch_remaining=chapters - 1)
@@ -437,7 +438,7 @@ def part1_overhead(args: argparse.Namespace, env: dict[str, str], queue: str, wo
     measured = [run for run in runs if run.chapter > 1]
     return {"part": 1, "chapters": run_figures(measured), "warmup": warmup, "observed_seconds": observed,
             "command": " ".join(worker.command[1:]), "stages": stage_breakdown(measured), "cpu": cpu,
-            "load": load}
+            "load": load, "speed": speed}
 
 
 def part2_parallel(args: argparse.Namespace, env: dict[str, str], queue: str, workdir: Path,
@@ -461,6 +462,7 @@ def part2_parallel(args: argparse.Namespace, env: dict[str, str], queue: str, wo
         expected = args.projects * args.project_chapters
         print(f"  part 2: {args.projects} projects × {args.project_chapters} chapters …", flush=True)
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        speed = reference_loop_ms()
         before = cpu_snapshot(worker)
         started_at = timezone.now()
         started = time.perf_counter()
@@ -475,7 +477,7 @@ def part2_parallel(args: argparse.Namespace, env: dict[str, str], queue: str, wo
     figures = run_figures(runs)
     finished = max(f["finished_at"] for f in figures)
     return {"part": 2, "chapters": figures, "started_at": started_at.timestamp(), "finished_at": finished,
-            "cpu": cpu, "load": load,
+            "cpu": cpu, "load": load, "speed": speed,
             "observed_seconds": observed, "send_seconds": sent, "concurrency": args.concurrency,
             "latency_ms": args.latency_ms, "projects": args.projects, "project_chapters": args.project_chapters,
             "command": " ".join(worker.command[1:]) + f"  (NOVELSITE_OFFLINE_JSON='{json.dumps(offline)}')"}
@@ -747,11 +749,33 @@ def report_part2(result: dict[str, Any], rows: list[tuple]) -> None:
                  verdict(efficiency >= EFFICIENCY_TARGET)))
 
 
+REFERENCE_LOOP_QUIET_MS = 37  # reference_loop_ms() on this machine when it ran fastest (2026-11-23)
+
+
+def reference_loop_ms() -> float:
+    """The machine's speed right now: the best of 5 runs of a fixed pure-Python workload (JSON
+    round trips and dict work, like the pipeline's own Python). On a shared machine it varies by
+    half or more from one minute to the next; every figure of the part moves with it."""
+    data = {"chapter": "第一章" * 400, "scores": [{"k": i, "v": i / 7} for i in range(200)]}
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        for _ in range(60):
+            copy = json.loads(json.dumps(data, ensure_ascii=False))
+            sum(len(str(item)) for item in copy["scores"])
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
+
+
 def print_cpu(result: dict[str, Any], chapters: int, wall: float | None = None) -> None:
     load = result.get("load")
     if load is not None:
         print(f"  load average (1 min) when the part started: {load:.2f} on {os.cpu_count()} CPUs "
               f"(other processes competing for the CPUs inflate every figure)")
+    speed = result.get("speed")
+    if speed is not None:
+        print(f"  machine speed when the part started: reference loop {speed:.0f} ms (it took "
+              f"{REFERENCE_LOOP_QUIET_MS} ms on this machine at its fastest; every figure scales with it)")
     cpu = result.get("cpu") or {}
     parts = []
     if cpu.get("worker") is not None:

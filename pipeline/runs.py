@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from pipeline.batch_end import StopReason, batch_end
@@ -153,14 +153,15 @@ def claim_locked(*, run_id: int, stage: str, owner: str,
     # execution of the stage that finished (a failure, or a success the run later came back to:
     # a revision, a polish pass, a stale delta, a run_retry) and the same only when the previous
     # execution never finished (its worker died), so that the redelivery reuses the stored call.
-    earlier = stage_run_statuses(run_id=run.pk, stage=stage)
-    attempt = sum(status in ("succeeded", "failed") for _pk, status in earlier) + 1
-    if lost := [pk for pk, status in earlier if status == "running"]:
+    attempt = run.finished_executions + 1  # counted by _lease_take, in the same statement
+    lost = run.unfinished_executions > 0
+    if lost:
         # an earlier execution that never finished lost its worker: say so instead of "running" forever
-        StageRun.objects.filter(pk__in=lost).update(status="abandoned", error="worker lost; stage re-claimed")
+        StageRun.objects.filter(run_id=run.pk, stage=stage, status="running").update(
+            status="abandoned", error="worker lost; stage re-claimed")
     stage_run = StageRun.objects.create(run=run, stage=stage, attempt=attempt)
     claim = Claim(run.pk, project_id, stage, owner, attempt, stage_run.pk, run.chapter, run.blackboard,
-                  run.context if with_context else {}, stage_run.started_at, resumed=bool(lost), project=project,
+                  run.context if with_context else {}, stage_run.started_at, resumed=lost, project=project,
                   kind=run.kind, batch_id=run.batch_id)
     return claim, run
 
@@ -168,25 +169,20 @@ def claim_locked(*, run_id: int, stage: str, owner: str,
 def _lease_take(run_id: int, *, stage: str, owner: str, with_context: bool) -> PipelineRun | None:
     """Lock 2: take the run's lease for ``stage`` and return the run, or None when the run is not
     queued or running at ``stage`` or another owner's lease is still live. One conditional UPDATE
-    (it locks the row as it changes it) instead of a locked read and a save."""
+    (it locks the row as it changes it) instead of a locked read and a save; it also counts the
+    stage's earlier executions, finished (``finished_executions``) and not (``unfinished_executions``)."""
     now = timezone.now()
     where = ("id = %s AND stage = %s AND status IN (%s, %s) AND "
              "(lease_owner = '' OR lease_owner = %s OR lease_expires_at IS NULL OR lease_expires_at <= %s)")
     names = [f.name for f in PipelineRun._meta.concrete_fields if with_context or f.name != "context"]
+    executions = f"SELECT COUNT(*) FROM {StageRun._meta.db_table} WHERE run_id = %s AND stage = %s AND status"
     return update_returning(
         PipelineRun, {"lease_owner": owner, "lease_expires_at": now + timedelta(seconds=lease_seconds()),
                       "status": RunStatus.RUNNING, "updated_at": now},
         where, [run_id, stage, RunStatus.QUEUED, RunStatus.RUNNING, owner,
-                db_value(PipelineRun, "lease_expires_at", now)], names)
-
-
-def stage_run_statuses(*, run_id: int, stage: str) -> list[tuple[int, str]]:
-    """(pk, status) of the run's earlier executions of ``stage``. Plain SQL: it runs at every
-    claim, and building the ORM query cost more than running it."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id, status FROM {StageRun._meta.db_table} WHERE run_id = %s AND stage = %s",
-                       [run_id, stage])
-        return list(cursor.fetchall())
+                db_value(PipelineRun, "lease_expires_at", now)], names,
+        extra={"finished_executions": (f"{executions} IN (%s, %s)", [run_id, stage, "succeeded", "failed"]),
+               "unfinished_executions": (f"{executions} = %s", [run_id, stage, "running"])})
 
 
 def _holding(run: PipelineRun, claim: Claim) -> None:

@@ -68,19 +68,24 @@ def fetch_instances(model: type[M], sql: str, params: list, names: list[str],
     return instances
 
 
-def update_returning(model: type[M], values: dict, where: str, where_params: list, names: list[str]) -> M | None:
+def update_returning(model: type[M], values: dict, where: str, where_params: list, names: list[str],
+                     extra: dict[str, tuple[str, list]] | None = None) -> M | None:
     """``UPDATE`` the row of ``model`` matching ``where`` (one row, by its id) with ``values`` (field
     name -> Python value, adapted as the ORM adapts them) and return it as an instance with the
     fields ``names``, or None when no row matched. One statement where a locked read and a save
     would be two: it locks the row as it changes it, and ``where`` states the conditions a
-    read-then-check would have checked."""
+    read-then-check would have checked. ``extra`` (attribute -> SQL expression and its params)
+    returns more values with the row, as attributes of the instance."""
     wanted = set(names)
     names = [field.name for field in model._meta.concrete_fields if field.name in wanted]  # the row's order
     fields = [model._meta.get_field(name) for name in values]
     assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = %s" for field in fields)
     params = [field.get_db_prep_save(value, connection) for field, value in zip(fields, values.values())]
-    sql = f"UPDATE {model._meta.db_table} SET {assignments} WHERE {where} RETURNING {quoted_columns(model, names)}"
-    rows = fetch_instances(model, sql, params + where_params, names)
+    extra = extra or {}
+    returning = ", ".join([quoted_columns(model, names), *(f"({sql})" for sql, _params in extra.values())])
+    sql = f"UPDATE {model._meta.db_table} SET {assignments} WHERE {where} RETURNING {returning}"
+    extra_params = [param for _sql, sql_params in extra.values() for param in sql_params]
+    rows = fetch_instances(model, sql, params + where_params + extra_params, names, extra=tuple(extra))
     return rows[0] if rows else None
 
 
