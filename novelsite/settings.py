@@ -97,7 +97,8 @@ else:
     # times, so PostgreSQL stops parsing and planning the same claim and completion queries of
     # every stage hop. Off behind a transaction-pooling PgBouncer (prepared statements do not
     # survive a change of server connection there).
-    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+    postgres = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    if postgres and env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
         DATABASES["default"].setdefault("OPTIONS", {}).update({"server_side_binding": True, "prepare_threshold": 5})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
