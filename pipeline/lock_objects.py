@@ -1,9 +1,10 @@
 """Row locks for the pipeline's records. Lock order (projects/lock_objects.py): Project ->
 PipelineRun -> StoryState -> other rows by pk. Take the project lock first.
 
-The two locks every stage hop takes are plain SQL loaded into model instances
-(``projects.lock_objects.fetch_instances``): the ORM's query building cost more than the queries
-themselves (bench/README.md, part 1)."""
+The project lock every stage hop takes, and the run lock, are plain SQL loaded into model
+instances (``projects.lock_objects.fetch_instances``): the ORM's query building cost more than the
+queries themselves (bench/README.md, part 1). A stage's lease is taken and released by conditional
+``UPDATE … RETURNING`` statements in ``pipeline/runs.py``, which lock the run as they change it."""
 from __future__ import annotations
 
 from functools import cache
@@ -35,8 +36,9 @@ _CLAIMED_PROJECT_FIELDS = [f.name for f in Project._meta.concrete_fields if f.na
 
 @cache
 def _project_of_run_sql(vendor: str) -> str:
-    return (f"SELECT {quoted_columns(Project, _CLAIMED_PROJECT_FIELDS, alias='p')}, EXISTS (SELECT 1 FROM {PromptTemplate._meta.db_table} t "
-            f"WHERE t.project_id = p.id) AS has_prompt_overrides FROM {Project._meta.db_table} p "
+    overrides = f"EXISTS (SELECT 1 FROM {PromptTemplate._meta.db_table} t WHERE t.project_id = p.id)"
+    return (f"SELECT {quoted_columns(Project, _CLAIMED_PROJECT_FIELDS, alias='p')}, "
+            f"{overrides} AS has_prompt_overrides FROM {Project._meta.db_table} p "
             f"JOIN {PipelineRun._meta.db_table} r ON r.project_id = p.id WHERE r.id = %s{for_update(of='p')}")
 
 
