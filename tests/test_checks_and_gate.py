@@ -6,10 +6,13 @@ import math
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline import checks, gate, style_drift
 from pipeline.gate import GateSettings, ScoreError, decide, recompute_overall
 from projects.json_validation import json_issues
+from projects.text_stats import count_chars
 from projects.schemas import DEFAULT_SCORE_WEIGHTS, SCORE_DIMENSIONS
 
 # --- helpers -------------------------------------------------------------------------------------------
@@ -276,6 +279,31 @@ def test_blacklist_rate_counts_non_whitespace_and_rounds() -> None:
 def test_quoted_mask_stops_at_line_break() -> None:
     mask = checks.quoted_mask("“啊\n哦”")
     assert mask == [False, True, False, False, False]
+
+
+def _quoted_mask_by_character(text: str) -> list[bool]:
+    """The rule of ``checks.quoted_mask``, one character at a time (how it was first written)."""
+    mask, stack = [False] * len(text), []
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            stack.clear()
+        elif ch in checks.OPEN_QUOTES:
+            stack.append(checks.OPEN_QUOTES[ch])
+        elif ch in checks.CLOSE_QUOTES and stack:
+            while stack and stack.pop() != ch:
+                pass
+        elif stack:
+            mask[i] = True
+    return mask
+
+
+@given(st.text(alphabet="“”「」『』\n 　a字。", max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_quoted_mask_and_character_count_match_their_per_character_rules(text) -> None:
+    """The fast versions (regular expressions, ``str.split``) agree with the plain definitions:
+    nested, mismatched, unclosed and stray marks, line breaks, full-width spaces."""
+    assert checks.quoted_mask(text) == _quoted_mask_by_character(text)
+    assert count_chars(text) == sum(1 for ch in text if not ch.isspace())
 
 
 # --- checks: length, characters, foreshadowing, hard rules ------------------------------------------
