@@ -10,7 +10,14 @@ import pytest
 from pipeline.jacquard.filament import parse
 from pipeline.jacquard.runner import CallSpec, run_call
 from pipeline.jacquard.skein import PromptBlock, Skein
-from pipeline.llm.offline import FAULT_KINDS, OfflineBackend, OfflineConfig
+from pipeline.llm.offline import (
+    CHUNK_CHARS,
+    FAULT_KINDS,
+    MIN_CHUNK_INTERVAL_S,
+    OfflineBackend,
+    OfflineConfig,
+    stream_chunks,
+)
 from pipeline.llm.offline.writers import WRITERS
 from pipeline.llm.types import (
     LLMBadOutput,
@@ -239,11 +246,47 @@ def test_low_and_revise_scores_on_demand():
         assert evaluation["overall"] < ceiling
 
 
+class FakeClock:
+    """Time that passes only when the backend sleeps, or when a callback says so."""
+
+    def __init__(self):
+        self.now, self.slept = 0.0, []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_latency_is_spread_over_the_stream():
-    slept: list[float] = []
-    backend = OfflineBackend(OfflineConfig(latency_ms=200), sleep=slept.append)
-    backend.complete(request("judge", stream=True), on_text=lambda chunk: None)
-    assert abs(sum(slept) - 0.2) < 1e-6 and len(slept) > 1
+    clock = FakeClock()
+    backend = OfflineBackend(OfflineConfig(latency_ms=200), sleep=clock.sleep, clock=clock)
+    chunks: list[str] = []
+    result = backend.complete(request("judge", stream=True), on_text=chunks.append)
+    assert abs(clock.now - 0.2) < 1e-9 and len(clock.slept) > 1 and "".join(chunks) == result.text
+
+
+def test_the_stream_keeps_its_pace_while_callbacks_take_time():
+    """A server streams at its own speed: time the client spends on a chunk is not added to the call."""
+    clock = FakeClock()
+    backend = OfflineBackend(OfflineConfig(latency_ms=200), sleep=clock.sleep, clock=clock)
+
+    def slow_callback(chunk: str) -> None:
+        clock.now += 0.004  # the client's work on each chunk
+
+    backend.complete(request("draft", stream=True), on_text=slow_callback)
+    assert abs(clock.now - 0.2) < 0.005  # the last chunk's handling is all that is added
+
+
+def test_a_short_latency_streams_fewer_bigger_chunks_never_faster_than_a_real_stream():
+    text = "字" * 3000
+    assert len(stream_chunks(text, 0)) == -(-3000 // CHUNK_CHARS)  # no latency: chunks as they come
+    paced = stream_chunks(text, 0.2)
+    assert "".join(paced) == text and 1 < len(paced) <= 0.2 / MIN_CHUNK_INTERVAL_S
+    assert len(stream_chunks(text, 60)) == -(-3000 // CHUNK_CHARS)  # a real model's pace: every chunk
+    assert stream_chunks("", 0.2) == [""]
 
 
 def test_unknown_fault_kind_is_refused():

@@ -5,7 +5,7 @@ Output is seeded by the request's ``seed_key`` (project, chapter, stage, attempt
 structured slice (``writers``). Misbehaviour comes from an ``OfflineConfig`` (the setting
 ``NOVELSITE_OFFLINE`` or one passed in a test):
 
-    {"latency_ms": 200,                       # per call, spread over the streamed chunks
+    {"latency_ms": 200,                       # per call, over which the text streams in
      "faults": {"draft": {"kind": "rate_limit", "rate": 0.2},   # stage name, or "*" for every stage
                 "*": {"kind": "truncated", "rate": 1.0}},
      "score_mode": "low",                     # judge scores: normal | revise | low
@@ -42,6 +42,10 @@ from pipeline.llm.types import (
 )
 
 CHUNK_CHARS = 64
+# A real stream's events come every 10-30 ms. With a short latency (a benchmark's 200 ms for a
+# whole chapter) the text comes in fewer, bigger chunks rather than faster than any real stream,
+# whose callbacks would then take more CPU per second than a real one's.
+MIN_CHUNK_INTERVAL_S = 0.015
 FAULT_ERRORS = {
     "rate_limit": (LLMRateLimited, 429, "rate limited (offline fault)"),
     "overloaded": (LLMOverloaded, 529, "overloaded (offline fault)"),
@@ -101,6 +105,16 @@ def malformed(stage: str, rng: random.Random) -> str:
     ])
 
 
+def stream_chunks(text: str, latency_s: float) -> list[str]:
+    """``text`` in the chunks it streams in: CHUNK_CHARS each, or fewer and bigger ones when the
+    latency leaves less than MIN_CHUNK_INTERVAL_S per chunk."""
+    count = max(1, -(-len(text) // CHUNK_CHARS))
+    if latency_s:
+        count = max(1, min(count, int(latency_s / MIN_CHUNK_INTERVAL_S)))
+    size = max(1, -(-len(text) // count))
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
 def _seeded(request: LLMRequest, purpose: str) -> random.Random:
     return random.Random(hashlib.sha256(f"{request.seed_key}|{request.stage}|{purpose}".encode()).digest())
 
@@ -108,9 +122,9 @@ def _seeded(request: LLMRequest, purpose: str) -> random.Random:
 class OfflineBackend:
     name = "offline"
 
-    def __init__(self, config: OfflineConfig | None = None, *, sleep=time.sleep) -> None:
+    def __init__(self, config: OfflineConfig | None = None, *, sleep=time.sleep, clock=time.monotonic) -> None:
         self._config = config  # None: read the settings at every call, so tests and workers can change them
-        self._sleep = sleep
+        self._sleep, self._clock = sleep, clock
 
     @property
     def config(self) -> OfflineConfig:
@@ -146,11 +160,16 @@ class OfflineBackend:
         return render_filament(writer(slice_, rng))
 
     def _stream(self, text: str, on_text: TextCallback | None, stream: bool) -> None:
-        chunks = [text[i:i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS)] or [""]
-        pause = self.config.latency_ms / 1000 / len(chunks)
-        for chunk in chunks:
-            if pause:
-                self._sleep(pause)
+        latency = self.config.latency_ms / 1000
+        chunks = stream_chunks(text, latency)
+        started = self._clock()
+        for index, chunk in enumerate(chunks, start=1):
+            if latency:
+                # Paced by the clock, as a server streams at its own speed while the client handles
+                # what arrived: the callbacks' time overlaps the wait instead of adding to it.
+                delay = started + latency * index / len(chunks) - self._clock()
+                if delay > 0:
+                    self._sleep(delay)
             if on_text is not None and stream and chunk:
                 on_text(chunk)
 
