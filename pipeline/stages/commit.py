@@ -11,7 +11,7 @@ from pipeline.models import RunKind, StageRun, StateTransition
 from pipeline.runs import Claim, StageOutcome, apply_outcome, claim_locked
 from pipeline.stages.maintain import batch_continue, maintenance_due
 from projects.models import OrchestratorState, PipelineStage
-from projects.services.chapter_commit import StagedChapter, chapter_commit_story
+from projects.services.chapter_commit import StagedChapter, chapter_commit_story_locked
 from projects.state_ops import StalePatch
 
 
@@ -68,17 +68,18 @@ def chapter_commit(*, run_id: int, owner: str) -> tuple[Claim, bool | None] | No
     if claim.kind != RunKind.CHAPTER:
         return claim, None
     project = claim.project
+    from_state = project.orchestrator_state
     board = Blackboard(run.blackboard)
-    try:  # chapter_commit_story is atomic (a savepoint here): a stale patch leaves no partial chapter
-        chapter_commit_story(project=project, staged=staged_chapter(run, board))
+    try:  # under the project lock the claim took; a stale patch is refused before anything is written
+        chapter_commit_story_locked(project=project, staged=staged_chapter(run, board))
     except StalePatch as exc:
         board.as_("orchestrator").append_error("commit", "stale_state_version", exc.message)
         # the kept context holds the old state: summarize must read the current one
         apply_outcome(run, claim, StageOutcome(board.to_dict(), "summarize", context={},
                                                checkpoint={"pipeline_stage": PipelineStage.DRAFTING}))
         return claim, False
-    if project.orchestrator_state != OrchestratorState.WRITING:  # the commit ends a CHAPTER_REWRITE
-        StateTransition.objects.create(project=project, from_state=project.orchestrator_state,
+    if from_state != OrchestratorState.WRITING:  # the commit ends a CHAPTER_REWRITE
+        StateTransition.objects.create(project=project, from_state=from_state,
                                        to_state=OrchestratorState.WRITING, run=run,
                                        reason=f"chapter {run.chapter} committed")
     orchestrator = board.as_("orchestrator")
@@ -89,5 +90,5 @@ def chapter_commit(*, run_id: int, owner: str) -> tuple[Claim, bool | None] | No
     orchestrator.update_step_status("maintain", "skipped")
     outcome = StageOutcome(board.to_dict(), None)
     apply_outcome(run, claim, outcome)  # the run is done
-    batch_continue(run, outcome.blackboard)
+    batch_continue(run, outcome.blackboard, project=project)
     return claim, True

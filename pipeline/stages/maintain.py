@@ -104,22 +104,24 @@ def maintain_finish(*, claim: Claim, outcome: StageOutcome) -> int | None:
     return batch_continue(run, outcome.blackboard)
 
 
-def batch_continue(run, blackboard: dict) -> int | None:
+def batch_continue(run, blackboard: dict, *, project: Project | None = None) -> int | None:
     """After a chapter run finished with ``blackboard``: in a batch, start the next chapter (same
-    transaction; the caller holds the project lock). Returns the new run's id, or None when the
-    batch stops."""
+    transaction; the caller holds the project lock, and passes the project if it has it as the row
+    now is). Returns the new run's id, or None when the batch stops."""
     remaining = Blackboard(blackboard).as_("slicer").read_meta("batch_remaining") or 0
     if remaining <= 0:
         batch_end(run, reason=StopReason.DONE)  # (nothing to end outside a nightly batch)
         return None
     if not batch_goes_on(run):
         return None
-    # the fields _chapter_run_create reads; it refuses (raises) before it writes anything, so no
-    # savepoint is needed around it
-    project = Project.objects.only("slug", "orchestrator_state", "last_completed_chapter").get(pk=run.project_id)
+    if project is None:  # the fields _chapter_run_create reads
+        project = Project.objects.only("slug", "orchestrator_state", "last_completed_chapter").get(pk=run.project_id)
     try:
+        # It refuses (raises) before it writes anything, so no savepoint is needed around it. The
+        # run that just finished was the project's one active run (pipelinerun_one_active_per_project),
+        # so no other can be active: no need to look.
         return _chapter_run_create(project, user=run.created_by if run.created_by_id else None,
-                                   batch_remaining=remaining - 1, batch_id=run.batch_id).pk
+                                   batch_remaining=remaining - 1, batch_id=run.batch_id, check_busy=False).pk
     except (PipelineBusy, PipelineNotReady) as exc:
         # the end of the planned volume, or someone else started something: the batch stops
         batch_end(run, reason=stop_reason_of(exc), detail=exc.message)

@@ -23,7 +23,7 @@ from projects.models import (
     Volume,
 )
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
-from projects.services.story_state import story_state_apply_patch
+from projects.services.story_state import story_state_apply_patch_locked
 
 
 class ChapterAlreadyCommitted(NovelsiteError):
@@ -55,14 +55,22 @@ def chapter_commit_story(*, project: Project, staged: StagedChapter) -> Chapter:
     memory, evaluation, log and checkpoint, together. A stale ``base_state_version`` raises
     ``StalePatch`` with nothing written; the caller sends the run back to summarize.
 
-    Locks: project, then StoryState (through the patch service), then the storyline row. The
-    caller passes the project as it read it under the project lock (the pipeline's commit does);
-    the lock is taken again (cheap, the same transaction) without re-reading the row.
+    Locks: project, then StoryState (through the patch service), then the storyline row.
     """
     project_lock_id(project.pk)
+    return chapter_commit_story_locked(project=project, staged=staged)
+
+
+def chapter_commit_story_locked(*, project: Project, staged: StagedChapter) -> Chapter:
+    """The body of ``chapter_commit_story``, inside the caller's transaction, which holds the
+    project lock and passes the project as it read it under that lock (the pipeline's commit);
+    the instance then holds the checkpoint written.
+    ``ChapterAlreadyCommitted`` and ``StalePatch`` are raised before the first write, so a caller
+    that catches them may go on with its transaction: no savepoint is needed (this is the hot
+    path of every chapter, and a savepoint costs two round trips)."""
     if Chapter.objects.filter(project=project, number=staged.number).exists():
         raise ChapterAlreadyCommitted(f"chapter {staged.number} is already committed")
-    story_state_apply_patch(project=project, delta=staged.delta, source=ChangeSource.PIPELINE)
+    story_state_apply_patch_locked(project=project, delta=staged.delta, source=ChangeSource.PIPELINE)
     # the volume's id only: its outline and plans are not this commit's business (nor worth reading)
     volume_id = Volume.objects.filter(project=project, number=staged.volume_number).values_list("pk", flat=True).first()
     if volume_id is None:
@@ -80,9 +88,11 @@ def chapter_commit_story(*, project: Project, staged: StagedChapter) -> Chapter:
     Evaluation.objects.create(project=project, chapter=chapter, data=staged.evaluation,
                               **evaluation_columns(staged.evaluation))
     ChapterLog.objects.create(project=project, chapter=chapter, data=staged.log, **chapter_log_columns(staged.log))
-    Project.objects.filter(pk=project.pk).update(
-        last_completed_chapter=max(project.last_completed_chapter, staged.number),
-        pipeline_stage=PipelineStage.COMMITTED, inflight_chapter=None, revision_count=0, hook_fix_count=0,
-        title_fix_count=0, orchestrator_state=OrchestratorState.WRITING, last_checkpoint_time=timezone.now(),
-    )
+    checkpoint = {"last_completed_chapter": max(project.last_completed_chapter, staged.number),
+                  "pipeline_stage": PipelineStage.COMMITTED, "inflight_chapter": None, "revision_count": 0,
+                  "hook_fix_count": 0, "title_fix_count": 0, "orchestrator_state": OrchestratorState.WRITING,
+                  "last_checkpoint_time": timezone.now()}
+    Project.objects.filter(pk=project.pk).update(**checkpoint)
+    for name, value in checkpoint.items():  # the caller's instance says what the row now holds
+        setattr(project, name, value)
     return chapter

@@ -25,9 +25,22 @@ def story_state_apply_patch(
     ``base_state_version`` is not the current version) with nothing written.
 
     Locks: project, then StoryState (projects/lock_objects.py order). Safe to call inside a
-    larger transaction such as the chapter commit.
+    larger transaction (a savepoint then).
     """
     project_lock_id(project.pk)
+    return story_state_apply_patch_locked(project=project, delta=delta, source=source, user=user)
+
+
+def story_state_apply_patch_locked(
+    *,
+    project: Project,
+    delta: dict[str, Any],
+    source: str = ChangeSource.PIPELINE,
+    user: AbstractBaseUser | None = None,
+) -> StateChange:
+    """The body of ``story_state_apply_patch``, inside the caller's transaction, which holds the
+    project lock (the chapter commit). A ``PatchError`` is raised before the first write, so a
+    caller that catches it may go on with its transaction: no savepoint is needed."""
     state = story_state_lock(project)
     new_data = apply_delta(state.data, delta)  # raises before anything is written
     state.data = new_data
