@@ -11,10 +11,10 @@ from functools import cache
 
 from django.db import connection
 
-from projects.lock_objects import fetch_instances, for_update, quoted_columns
+from projects.lock_objects import fetch_instances, for_update, quoted_columns, row_order, set_clause
 from projects.models import Project
 
-from pipeline.models import PipelineRun, PromptTemplate
+from pipeline.models import PipelineRun, PromptTemplate, StageRun
 
 
 def project_lock_of_run(run_id: int) -> Project | None:
@@ -64,3 +64,35 @@ def _run_fields(with_context: bool, with_blackboard: bool) -> tuple[str, ...]:
 def _run_lock_sql(vendor: str, names: tuple[str, ...]) -> str:
     return (f"SELECT {quoted_columns(PipelineRun, list(names))} FROM {PipelineRun._meta.db_table} "
             f"WHERE id = %s{for_update()}")
+
+
+def stage_finish_statement(*, project_id: int, run_id: int, lease: tuple[str, str, str], run_values: dict,
+                           returning: list[str], stage_run_id: int, stage_run_values: dict,
+                           checkpoint: dict) -> PipelineRun | None:
+    """PostgreSQL: a stage's completion in ONE statement, which is its own short transaction
+    (outside an atomic block). Lock 1, the project row, is taken first; then, only if the run is
+    still at ``lease`` (stage, owner, status), the run gets ``run_values``, its stage run
+    ``stage_run_values`` and the project the ``checkpoint``. Returns the run with the fields
+    ``returning``, or None with nothing written when the lease was lost.
+
+    The transaction a completion needs elsewhere (BEGIN, lock, three writes, COMMIT) costs six
+    round trips to the database; this costs one. Every row it writes it has locked, so it acts on
+    their latest versions (the snapshot of the statement's start reads nothing else)."""
+    names = row_order(PipelineRun, returning)
+    run_set, run_params = set_clause(PipelineRun, run_values)
+    stage_run_set, stage_run_params = set_clause(StageRun, stage_run_values)
+    project_table, run_table = Project._meta.db_table, PipelineRun._meta.db_table
+    columns = quoted_columns(PipelineRun, names)
+    sql = (f"WITH locked AS (SELECT id FROM {project_table} WHERE id = %s FOR UPDATE), "
+           f"run AS (UPDATE {run_table} SET {run_set} WHERE id = %s AND stage = %s AND lease_owner = %s "
+           f"AND status = %s AND EXISTS (SELECT 1 FROM locked) RETURNING {columns}), "
+           f"stage_run AS (UPDATE {StageRun._meta.db_table} SET {stage_run_set} "
+           f"WHERE id = %s AND EXISTS (SELECT 1 FROM run))")
+    params = [project_id, *run_params, run_id, *lease, *stage_run_params, stage_run_id]
+    if checkpoint:
+        checkpoint_set, checkpoint_params = set_clause(Project, checkpoint)
+        sql += (f", checkpoint AS (UPDATE {project_table} SET {checkpoint_set} "
+                f"WHERE id = %s AND EXISTS (SELECT 1 FROM run))")
+        params += [*checkpoint_params, project_id]
+    rows = fetch_instances(PipelineRun, f"{sql} SELECT {columns} FROM run", params, names)
+    return rows[0] if rows else None

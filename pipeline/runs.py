@@ -18,13 +18,13 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from pipeline.batch_end import StopReason, batch_end
 from pipeline.blackboard import Blackboard
 from pipeline.errors import LeaseLost, PipelineBusy, PipelineNotReady
-from pipeline.lock_objects import project_lock_of_run, run_lock
+from pipeline.lock_objects import project_lock_of_run, run_lock, stage_finish_statement
 from pipeline.models import (
     ACTIVE_RUN_STATUSES,
     GateQuestion,
@@ -79,11 +79,12 @@ def chapter_run_start(*, project_id: int, user=None, batch_remaining: int = 0) -
 
 
 def _chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0,
-                        batch_id: int | None = None) -> PipelineRun:
-    active = PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES).exclude(
-        kind=RunKind.PROMOTION).first()
-    if active is not None:
-        raise PipelineBusy(f"{project.slug} is busy: {active}", extra={"run_id": active.pk})
+                        batch_id: int | None = None, check_busy: bool = True) -> PipelineRun:
+    if check_busy:
+        active = PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES).exclude(
+            kind=RunKind.PROMOTION).first()
+        if active is not None:
+            raise PipelineBusy(f"{project.slug} is busy: {active}", extra={"run_id": active.pk})
     if project.orchestrator_state not in WRITABLE_STATES:
         raise PipelineNotReady(f"{project.slug} is in {project.orchestrator_state}; chapters are written in WRITING")
     chapter = project.last_completed_chapter + 1
@@ -247,15 +248,19 @@ def apply_outcome(run: PipelineRun, claim: Claim, outcome: StageOutcome) -> None
 
 
 def _stage_run_succeeded(claim: Claim, outcome: StageOutcome, now: datetime) -> None:
+    StageRun.objects.filter(pk=claim.stage_run_id).update(**_succeeded_fields(claim, outcome, now))
+
+
+def _succeeded_fields(claim: Claim, outcome: StageOutcome, now: datetime) -> dict[str, Any]:
     started = claim.started_at or now
-    StageRun.objects.filter(pk=claim.stage_run_id).update(
-        status="succeeded", finished_at=now, duration_ms=int((now - started).total_seconds() * 1000),
-        **stage_usage(outcome.calls))
+    return {"status": "succeeded", "finished_at": now, "duration_ms": int((now - started).total_seconds() * 1000),
+            **stage_usage(outcome.calls)}
 
 
-def _outcome_follow_up(run: PipelineRun, outcome: StageOutcome) -> None:
-    """After the run's row is written: the checkpoint, a gate's question, the batch, the next stage."""
-    if outcome.checkpoint:
+def _outcome_follow_up(run: PipelineRun, outcome: StageOutcome, *, checkpoint_written: bool = False) -> None:
+    """After the run's row is written: the checkpoint (unless the caller wrote it already), a
+    gate's question, the batch, the next stage."""
+    if outcome.checkpoint and not checkpoint_written:
         checkpoint_update(run.project_id, **outcome.checkpoint)
     if outcome.question:
         GateQuestion.objects.get_or_create(project_id=run.project_id, run=run, step=outcome.question["step"],
@@ -266,9 +271,46 @@ def _outcome_follow_up(run: PipelineRun, outcome: StageOutcome) -> None:
         enqueue_stage(run.pk, outcome.next_stage)
 
 
-@transaction.atomic(durable=True)
 def stage_complete(*, claim: Claim, outcome: StageOutcome) -> None:
-    project_lock_id(claim.project_id)
+    """Write the outcome of the stage ``claim`` holds, if its lease still holds (``LeaseLost``
+    otherwise, with nothing written), and wake the next stage up."""
+    if connection.vendor == "postgresql" and _plain(outcome):
+        _stage_complete_in_one_statement(claim, outcome)
+    else:
+        _stage_complete_in_a_transaction(claim, outcome)
+
+
+def _plain(outcome: StageOutcome) -> bool:
+    """The outcome of most stages: on to the next stage, maybe a move of the chapter's checkpoint;
+    no question to open, no wait, no change of orchestrator state (which need more than writes)."""
+    return (outcome.next_stage is not None and outcome.status == RunStatus.QUEUED and not outcome.question
+            and "orchestrator_state" not in outcome.checkpoint)
+
+
+def _stage_complete_in_one_statement(claim: Claim, outcome: StageOutcome) -> None:
+    now = timezone.now()
+    checkpoint = {**outcome.checkpoint, "last_checkpoint_time": now} if outcome.checkpoint else {}
+    run = stage_finish_statement(
+        project_id=claim.project_id, run_id=claim.run_id, lease=(claim.stage, claim.owner, RunStatus.RUNNING),
+        run_values=_outcome_fields(claim.stage, outcome, now), returning=_FOLLOW_UP_FIELDS,
+        stage_run_id=claim.stage_run_id, stage_run_values=_succeeded_fields(claim, outcome, now),
+        checkpoint=checkpoint)
+    if run is None:
+        _lease_lost(claim)
+    _outcome_follow_up(run, outcome, checkpoint_written=True)
+
+
+@transaction.atomic(durable=True)
+def _stage_complete_in_a_transaction(claim: Claim, outcome: StageOutcome) -> None:
+    # Lock 1. A plain checkpoint move (most stages: the chapter's pipeline_stage) is an UPDATE of
+    # the project row, which takes the lock itself: one statement where a lock and an update
+    # would be two. If the lease turns out lost below, the transaction undoes it. A change of
+    # orchestrator state reads the state it leaves under the lock first (checkpoint_update).
+    early_checkpoint = bool(outcome.checkpoint) and "orchestrator_state" not in outcome.checkpoint
+    if early_checkpoint:
+        checkpoint_update(claim.project_id, **outcome.checkpoint)
+    else:
+        project_lock_id(claim.project_id)
     now = timezone.now()
     # Lock 2 and the write in one statement, if the lease still holds (the lease also proves the
     # blackboard is the one the claim read: only its holder writes it, so it is not read again)
@@ -276,10 +318,14 @@ def stage_complete(*, claim: Claim, outcome: StageOutcome) -> None:
     run = update_returning(PipelineRun, fields, "id = %s AND stage = %s AND lease_owner = %s AND status = %s",
                            [claim.run_id, claim.stage, claim.owner, RunStatus.RUNNING], _FOLLOW_UP_FIELDS)
     if run is None:
-        now_at = PipelineRun.objects.filter(pk=claim.run_id).values_list("status", "stage").first()
-        raise LeaseLost(f"run {claim.run_id} moved on from {claim.stage} (now {'/'.join(now_at or ('gone',))})")
+        _lease_lost(claim)
     _stage_run_succeeded(claim, outcome, now)
-    _outcome_follow_up(run, outcome)
+    _outcome_follow_up(run, outcome, checkpoint_written=early_checkpoint)
+
+
+def _lease_lost(claim: Claim):
+    now_at = PipelineRun.objects.filter(pk=claim.run_id).values_list("status", "stage").first()
+    raise LeaseLost(f"run {claim.run_id} moved on from {claim.stage} (now {'/'.join(now_at or ('gone',))})")
 
 
 # what _outcome_follow_up reads of the run (a gate's question, the batch's end, the next stage)

@@ -76,17 +76,28 @@ def update_returning(model: type[M], values: dict, where: str, where_params: lis
     would be two: it locks the row as it changes it, and ``where`` states the conditions a
     read-then-check would have checked. ``extra`` (attribute -> SQL expression and its params)
     returns more values with the row, as attributes of the instance."""
-    wanted = set(names)
-    names = [field.name for field in model._meta.concrete_fields if field.name in wanted]  # the row's order
-    fields = [model._meta.get_field(name) for name in values]
-    assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = %s" for field in fields)
-    params = [field.get_db_prep_save(value, connection) for field, value in zip(fields, values.values())]
+    names = row_order(model, names)
+    assignments, params = set_clause(model, values)
     extra = extra or {}
     returning = ", ".join([quoted_columns(model, names), *(f"({sql})" for sql, _params in extra.values())])
     sql = f"UPDATE {model._meta.db_table} SET {assignments} WHERE {where} RETURNING {returning}"
     extra_params = [param for _sql, sql_params in extra.values() for param in sql_params]
     rows = fetch_instances(model, sql, params + where_params + extra_params, names, extra=tuple(extra))
     return rows[0] if rows else None
+
+
+def set_clause(model: type[models.Model], values: dict) -> tuple[str, list]:
+    """``"col" = %s, …`` for ``values`` (field name -> Python value) and its params, adapted as the
+    ORM adapts them on save."""
+    fields = [model._meta.get_field(name) for name in values]
+    assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = %s" for field in fields)
+    return assignments, [field.get_db_prep_save(value, connection) for field, value in zip(fields, values.values())]
+
+
+def row_order(model: type[models.Model], names: list[str]) -> list[str]:
+    """``names`` in the model's field order (the order ``fetch_instances`` reads columns in)."""
+    wanted = set(names)
+    return [field.name for field in model._meta.concrete_fields if field.name in wanted]
 
 
 def db_value(model: type[models.Model], name: str, value):

@@ -18,7 +18,7 @@ from django.utils import timezone
 from pipeline import queueing
 from pipeline.errors import LeaseLost
 from pipeline.lock_objects import project_lock_of_run, run_lock
-from pipeline.models import PipelineRun, PromptTemplate, RunStatus, StageRun
+from pipeline.models import GateQuestion, PipelineRun, PromptTemplate, RunStatus, StageRun
 from pipeline.prompts import default_source
 from pipeline.runs import StageOutcome, chapter_run_start, stage_claim, stage_complete
 from projects.lock_objects import fetch_instances, quoted_columns
@@ -156,3 +156,46 @@ def test_locked_rows_load_like_the_orm_with_unselected_fields_deferred(run):
         fetch_instances(PipelineRun, sql, [run.pk], ["id", "no_such_field"])
     (row,) = fetch_instances(PipelineRun, sql, [run.pk], ["id", "created_at"])
     assert row.created_at == orm.created_at and row.created_at.tzinfo is not None
+
+
+@pytest.mark.postgres
+def test_on_postgresql_a_plain_completion_is_one_statement_and_a_gate_takes_a_transaction(run, sent,
+                                                                                          django_assert_num_queries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    """Lock, run, stage run and checkpoint in one statement: one round trip where a transaction
+    takes six. What needs more than writes (a question to open) still gets its transaction."""
+    claim = stage_claim(run_id=run.pk, stage="draft", owner="worker-a:1")
+    with django_assert_num_queries(1):
+        stage_complete(claim=claim, outcome=StageOutcome(claim.blackboard, "summarize",
+                                                         checkpoint={"pipeline_stage": PipelineStage.DRAFTED}))
+    assert Project.objects.get(pk=run.project_id).pipeline_stage == PipelineStage.DRAFTED
+    assert StageRun.objects.get(pk=claim.stage_run_id).status == "succeeded"
+
+    claim = stage_claim(run_id=run.pk, stage="summarize", owner="worker-a:1")
+    question = {"step": "chapter:001:gate", "topic": "gate", "spec": {"version": 1, "topic": "gate", "questions": []},
+                "answer_path": "staging/novel-ask/chapter-001-gate.answer.json"}
+    with CaptureQueriesContext(connection) as captured:
+        stage_complete(claim=claim, outcome=StageOutcome(claim.blackboard, "gate", status=RunStatus.WAITING,
+                                                         question=question))
+    statements = [q["sql"] for q in captured.captured_queries]
+    assert statements[0] == "BEGIN" and "FOR UPDATE" in statements[1]  # a transaction: the project lock first
+    assert PipelineRun.objects.get(pk=run.pk).status == RunStatus.WAITING
+    assert GateQuestion.objects.filter(run=run, step="chapter:001:gate").exists()
+
+
+def test_story_json_is_stored_as_text_not_escapes(run):
+    """Chinese text in the blackboard (and every schema-checked JSON column) is stored as UTF-8,
+    not as \\uXXXX escapes: half the bytes to send and parse for every stage."""
+    from django.db import connection
+
+    claim = stage_claim(run_id=run.pk, stage="draft", owner="worker-a:1")
+    stage_complete(claim=claim, outcome=StageOutcome({**claim.blackboard, "content": {"chapter": {"draft": "林枫"}}},
+                                                     "summarize"))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT blackboard FROM pipeline_pipelinerun WHERE id = %s", [run.pk])
+        (raw,) = cursor.fetchone()
+    text = raw if isinstance(raw, str) else __import__("json").dumps(raw, ensure_ascii=False)
+    assert "林枫" in text and "\\u6797" not in text
+    assert PipelineRun.objects.get(pk=run.pk).blackboard["content"]["chapter"]["draft"] == "林枫"
