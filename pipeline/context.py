@@ -14,7 +14,7 @@ from typing import Any
 
 from pipeline.plan_validation import outline_blocks, outline_value
 from projects.models import ArchivedSummary, Character, ChapterSummary, Project
-from projects.selectors import foreshadowing_dormant, foreshadowing_overdue
+from projects.selectors import foreshadowing_attention
 
 MAX_FALLBACK_CHARACTERS = 15  # facts §12: without contract characters, the first 15
 RECENT_WINDOW = 10  # seed 002: at most 10 unarchived summaries before consolidation
@@ -122,9 +122,10 @@ def _foreshadowing_tasks(project: Project, contract: dict, chapter: int) -> list
     updates = (contract.get("postconditions") or {}).get("foreshadowing_updates") or {}
     tasks = [{"id": fid, "instruction": f"本章需要{FORESHADOW_VERBS.get(status, status)}此伏笔"}
              for fid, status in updates.items()]
-    for item in foreshadowing_overdue(project=project, as_of=chapter - 1)[:5]:
+    attention = foreshadowing_attention(project=project, as_of=chapter - 1)
+    for item in attention.overdue[:5]:
         tasks.append({"id": item.fid, "instruction": f"已超期（应在第{item.target_resolve_end}章前回收）：{item.description}"})
-    for dormant in foreshadowing_dormant(project=project, as_of=chapter - 1)[:5]:
+    for dormant in attention.dormant[:5]:
         item = dormant.foreshadowing
         tasks.append({"id": item.fid, "instruction": f"已沉寂{dormant.chapters_since_last_update}章，轻点一笔：{item.description}"})
     return tasks

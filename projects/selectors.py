@@ -65,8 +65,12 @@ def foreshadowing_dormant(*, project: Project, as_of: int | None = None) -> list
     """facts §12: unresolved and silent for at least the scope's threshold, longest silence first,
     then scope, then id."""
     as_of = project.last_completed_chapter if as_of is None else as_of
+    return _dormant(project, project.foreshadowing.exclude(status="resolved").order_by("fid"), as_of)
+
+
+def _dormant(project: Project, unresolved, as_of: int) -> list[DormantItem]:
     items = []
-    for row in project.foreshadowing.exclude(status="resolved").order_by("fid"):
+    for row in unresolved:
         last = row.last_updated_chapter or row.planted_chapter or 0
         threshold = dormancy_threshold(row.scope, project.genre_drive_type)
         if as_of - last >= threshold:
@@ -74,6 +78,21 @@ def foreshadowing_dormant(*, project: Project, as_of: int | None = None) -> list
     scope_order = {"short": 0, "medium": 1, "long": 2}
     items.sort(key=lambda d: (-d.chapters_since_last_update, scope_order[d.foreshadowing.scope], d.foreshadowing.fid))
     return items
+
+
+@dataclass(frozen=True)
+class ForeshadowingAttention:
+    overdue: list[Foreshadowing]  # as foreshadowing_overdue, by id
+    dormant: list[DormantItem]  # as foreshadowing_dormant
+
+
+def foreshadowing_attention(*, project: Project, as_of: int) -> ForeshadowingAttention:
+    """``foreshadowing_overdue`` and ``foreshadowing_dormant`` as of ``as_of`` from one read of the
+    unresolved rows (the writer's context asks for both before every chapter)."""
+    unresolved = list(project.foreshadowing.exclude(status="resolved").order_by("fid"))
+    overdue = [row for row in unresolved if row.scope == "short" and row.target_resolve_end is not None
+               and row.target_resolve_end < as_of]
+    return ForeshadowingAttention(overdue, _dormant(project, unresolved, as_of))
 
 
 def unresolved_foreshadowing(project: Project) -> QuerySet[Foreshadowing]:

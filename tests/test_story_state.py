@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from projects.models import ChangeSource, Foreshadowing, StateChange, StoryState
-from projects.selectors import foreshadowing_dormant, foreshadowing_overdue
+from projects.selectors import foreshadowing_attention, foreshadowing_dormant, foreshadowing_overdue
 from projects.services.story_state import story_state_apply_patch
 from projects.state_ops import PatchError, StalePatch, replay
 from tests.factories import ProjectFactory, VolumeFactory
@@ -140,6 +140,20 @@ def test_dormancy_thresholds_follow_scope_and_genre():
         ("l", 25, 21),
         ("s", 3, 3),
     ]
+
+
+def test_the_writers_one_read_of_foreshadowing_agrees_with_both_selectors(django_assert_num_queries):
+    project = ProjectFactory(last_completed_chapter=30, genre_drive_type="plot")
+    _item(project, "b-late", "short", last=20, end=25)
+    _item(project, "a-late", "short", last=29, end=29)
+    _item(project, "open-end", "short", last=2)  # no range: never overdue, long silent
+    _item(project, "m", "medium", last=10, end=20)  # medium scope: dormant, never overdue
+    _item(project, "done", "short", status="resolved", last=1, end=3)
+    for as_of in (0, 24, 30, 60):
+        with django_assert_num_queries(1):
+            attention = foreshadowing_attention(project=project, as_of=as_of)
+        assert attention.overdue == list(foreshadowing_overdue(project=project, as_of=as_of))
+        assert attention.dormant == foreshadowing_dormant(project=project, as_of=as_of)
 
 
 # --- PostgreSQL: row locks -----------------------------------------------------------------------
