@@ -193,9 +193,8 @@ def test_story_json_is_stored_as_text_not_escapes(run):
     claim = stage_claim(run_id=run.pk, stage="draft", owner="worker-a:1")
     stage_complete(claim=claim, outcome=StageOutcome({**claim.blackboard, "content": {"chapter": {"draft": "林枫"}}},
                                                      "summarize"))
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT blackboard FROM pipeline_pipelinerun WHERE id = %s", [run.pk])
-        (raw,) = cursor.fetchone()
-    text = raw if isinstance(raw, str) else __import__("json").dumps(raw, ensure_ascii=False)
+    # what the column is sent: text on SQLite, a jsonb adapter with its own dumps on PostgreSQL
+    sent = PipelineRun._meta.get_field("blackboard").get_db_prep_value({"draft": "林枫"}, connection, prepared=False)
+    text = sent if isinstance(sent, str) else sent.dumps(sent.obj)
     assert "林枫" in text and "\\u6797" not in text
     assert PipelineRun.objects.get(pk=run.pk).blackboard["content"]["chapter"]["draft"] == "林枫"
