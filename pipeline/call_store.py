@@ -6,6 +6,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from django.db import InterfaceError, OperationalError
+
+from pipeline.db_connection import connection_drop_if_broken
 from pipeline.llm.types import LLMResult, Usage
 from pipeline.models import LLMCall
 
@@ -36,9 +39,18 @@ class DbCallStore:
     def put(self, key: str, result: LLMResult, receipt: dict[str, Any]) -> None:
         # autocommit: stored before the stage advances, so it survives a crash of this worker. A
         # twin that stored the same key first wins (one INSERT, no savepoint: this is a hot path).
-        LLMCall.objects.bulk_create([LLMCall(
+        row = LLMCall(
             call_key=key, run_id=self.run_id, stage_run_id=self.stage_run_id, backend=result.backend,
             model=result.model, request_sha256=receipt.get("prompt_sha256", ""), output_text=result.text,
             stop_reason=result.stop_reason, usage=result.usage.as_dict(), cost_usd=Decimal(result.cost_usd),
             duration_ms=result.duration_ms, request_id=result.request_id,
-        )], ignore_conflicts=True)
+        )
+        try:
+            LLMCall.objects.bulk_create([row], ignore_conflicts=True)
+        except (OperationalError, InterfaceError):
+            # The connection may have died while the call ran (it sat idle all that time). The
+            # answer is paid for: store it on a new connection rather than pay for it again.
+            # (Storing twice is harmless: a stored key is kept.)
+            if not connection_drop_if_broken():
+                raise
+            LLMCall.objects.bulk_create([row], ignore_conflicts=True)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import logging
 
+from django.db import DatabaseError
+
 from pipeline import progress
 from pipeline.batch_budget import BudgetExhausted
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext, chapter_context, context_restore, context_snapshot
+from pipeline.db_connection import connection_drop_if_broken
 from pipeline.errors import LeaseLost
 from pipeline.llm.types import LLMError
 from pipeline.nightly import run_budget_stop
@@ -86,13 +89,28 @@ def _run_claimed(claim, run_id: int, stage: str) -> None:
         progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
                        "next": None, "status": "waiting"})
     except LLMError as exc:
-        stage_fail(claim=claim, error=exc)
+        _failure_record(claim, exc)
         progress.emit({"event": "failed", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
                        "error": str(exc)})
         raise
-    except Exception as exc:  # a bug or bad data: record it on the run before the task fails
-        stage_fail(claim=claim, error=exc)
+    except Exception as exc:  # a bug, bad data or a database gone: record it on the run before the task fails
+        _failure_record(claim, exc)
         raise
+
+
+def _failure_record(claim, error: BaseException) -> None:
+    """Record the failed attempt and release the lease (``stage_fail``), on a new connection if the
+    error broke the old one. If the database cannot be reached at all, the original error goes on to
+    the task (which retries a database error) and the lease is left to expire: ``runs_reconcile``
+    resumes the run then."""
+    connection_drop_if_broken()
+    try:
+        stage_fail(claim=claim, error=error)
+    except DatabaseError as failure:
+        if not isinstance(error, DatabaseError):
+            raise
+        log.warning("run %s: %s failed (%s) and the failure could not be recorded: %s", claim.run_id,
+                    claim.stage, error, failure)
 
 
 def _commit_progress(claim, committed: bool) -> None:

@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from celery import shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from pipeline.llm.types import LLMTransientError
+
+# What a stage task retries with backoff: a transient LLM error, and a database that went away or
+# gave up on a statement (a restart, a failover, a dropped connection, a deadlock). The stage has
+# recorded the failure and released its lease by then (pipeline.stage_runner), so the retry claims
+# at once instead of waiting for the lease to expire.
+STAGE_RETRYABLE_ERRORS = (LLMTransientError, OperationalError, InterfaceError)
 
 WORKER_PING_KEY_PREFIX = "novelsite:worker-ping:"
 WORKER_PING_TTL_SECONDS = 120
@@ -33,12 +40,14 @@ def worker_ping_task(token: str) -> None:
 
 
 def _stage_run_failure(self, exc, task_id, args, kwargs, einfo) -> None:
+    from pipeline.db_connection import connection_drop_if_broken
     from pipeline.stage_runner import stage_run_failed
 
+    connection_drop_if_broken()
     stage_run_failed(run_id=kwargs["run_id"], stage=kwargs.get("stage"), error=exc)  # ERROR_RETRY, retryable from the UI
 
 
-@shared_task(bind=True, acks_late=True, autoretry_for=(LLMTransientError,),
+@shared_task(bind=True, acks_late=True, autoretry_for=STAGE_RETRYABLE_ERRORS,
              retry_backoff=settings.NOVELSITE_STAGE_RETRY_BACKOFF,
              retry_backoff_max=600, retry_jitter=True, max_retries=5, on_failure=_stage_run_failure,
              ignore_result=True)

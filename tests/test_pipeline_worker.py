@@ -14,6 +14,8 @@ worker's unacknowledged message after its 2 h visibility timeout.
 3. Two concurrent starts of one project: one run, one ``PipelineBusy``, never two in flight.
 4. LLM faults: at 20% a batch still completes through Celery's retries; at 100% the run stops in
    ERROR_RETRY with nothing committed, and a retry (once the fault is gone) commits it once.
+5. PostgreSQL cuts the workers' connections during an LLM call and inside a commit: the batch
+   completes through the tasks' retries, without the reconciler and long before the lease expires.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from collections.abc import Callable
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from pipeline.blackboard import Blackboard
 from pipeline.errors import PipelineBusy
@@ -71,8 +74,8 @@ class Workers:
         self.started: list[Worker] = []
 
     def start(self, **options) -> Worker:
-        worker = Worker(self.queue, self.tmp_path, lease_seconds=LEASE_SECONDS, label=f"w{len(self.started)}",
-                        **options)
+        options.setdefault("lease_seconds", LEASE_SECONDS)
+        worker = Worker(self.queue, self.tmp_path, label=f"w{len(self.started)}", **options)
         self.started.append(worker)
         worker.wait_ready()
         return worker
@@ -410,3 +413,61 @@ def test_retries_spent_stop_the_run_in_error_retry_with_nothing_committed(worker
     run_retry(run_id=run.pk)
     wait_for(batch_done(project, 1), timeout=60, what="the retried run to commit", diagnostics=diagnostics)
     assert_committed_once(project, 1)
+
+
+# --- 5. the database drops the workers' connections --------------------------------------------
+
+
+def worker_connections_terminate() -> int:
+    """What a PostgreSQL restart, a failover or a proxy's idle timeout does to a worker: every
+    other session on the test database is cut off (pg_terminate_backend)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
+                       "current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+        return cursor.fetchone()[0]
+
+
+def test_connections_cut_mid_stage_cost_no_lease_wait_and_no_second_llm_call(slow_commit_and_maintain, settings,
+                                                                               workers):
+    """The draft's connection is cut while it waits for the LLM: the answer is stored on a new
+    connection and the stage goes on. The commit's is cut inside its one transaction: it rolls back
+    whole and the task's retry commits the chapter. No reconciler runs, and the lease outlives the
+    test: only the retry can have recovered."""
+    chapters = 2
+    settings.NOVELSITE_LEASE_SECONDS = 3600
+    project = writable_project(chapters)
+    diagnostics = workers.diagnostics(project)
+    workers.start(offline={"latency_ms": LLM_LATENCY_MS}, retry_backoff=1, lease_seconds=3600)
+    chapter_run_start(project_id=project.pk, batch_remaining=chapters - 1)
+
+    drafting = wait_for(lambda: running_at(project, "draft"), timeout=60, what="a run in draft",
+                        diagnostics=diagnostics)
+    time.sleep(0.3)  # past the draft's context reads (tens of ms), into its 1.5 s LLM call
+    draft_cut_at = timezone.now()
+    assert worker_connections_terminate() >= 1
+    committing = wait_for(lambda: running_at(project, "commit"), timeout=60, what="a run inside its commit",
+                          diagnostics=diagnostics)
+    commit_cut_at = timezone.now()
+    assert worker_connections_terminate() >= 1
+    slow_finish(False)
+
+    wait_for(batch_done(project, chapters), timeout=60, what="the batch to complete through the retries",
+             diagnostics=diagnostics)
+    assert_committed_once(project, chapters)
+    project.refresh_from_db()
+    assert project.orchestrator_state == OrchestratorState.WRITING
+    # the draft went on through the cut and was not paid twice: one stored call. (Should the cut
+    # have come before the call, during the stage's reads on a slow machine, the attempt failed,
+    # was recorded and retried: the same one call.)
+    drafts = list(StageRun.objects.filter(run=drafting, stage="draft").order_by("pk"))
+    assert LLMCall.objects.filter(run=drafting, call_key__contains=":draft:").count() == 1
+    if len(drafts) == 1:
+        assert (drafts[0].status, drafts[0].attempt) == ("succeeded", 1)
+        assert drafts[0].started_at < draft_cut_at < drafts[0].finished_at
+    else:
+        assert [(d.status, d.attempt) for d in drafts] == [("failed", 1), ("succeeded", 2)]
+        assert drafts[0].error.startswith(("OperationalError", "InterfaceError")), drafts[0].error
+    # the cut commit left nothing behind (its claim rolled back with it): the one that succeeded is
+    # the retry's, claimed after the cut
+    commit = StageRun.objects.get(run=committing, stage="commit")
+    assert commit.status == "succeeded" and commit.started_at > commit_cut_at
