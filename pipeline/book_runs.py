@@ -17,14 +17,14 @@ from pipeline.blackboard import Blackboard
 from pipeline.errors import PipelineBusy
 from pipeline.models import ACTIVE_RUN_STATUSES, PipelineRun, RunKind, RunStatus
 from pipeline.queueing import enqueue_stage
-from pipeline.runs import Claim, StageOutcome, _holding, apply_outcome
+from pipeline.stage_claims import Claim, StageOutcome, _holding, apply_outcome
 from projects.models import Project
 
 
 @dataclass(frozen=True)
 class Step:
     execute: Callable[..., StageOutcome]
-    finish: Callable[..., Any] | None = None  # default: runs.stage_complete
+    finish: Callable[..., Any] | None = None  # default: stage_claims.stage_complete
 
 
 def active_run(project: Project) -> PipelineRun | None:

@@ -6,7 +6,7 @@ from pipeline.blackboard import Blackboard
 from pipeline.gates import gate_answer_submit, gate_handler
 from pipeline.models import GateAnswer, RunStatus
 from pipeline.queueing import enqueue_stage
-from pipeline.runs import checkpoint_update
+from pipeline.checkpoint import checkpoint_update
 from projects.models import PipelineStage, Project
 
 CHOICES = ("accept", "revise", "rewrite")

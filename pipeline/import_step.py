@@ -24,7 +24,8 @@ from pipeline.gate import GateSettings, decide
 from pipeline.lock_objects import run_lock
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.plan_validation import validate_volume_plan
-from pipeline.runs import _chapter_run_create, checkpoint_update
+from pipeline.checkpoint import checkpoint_update
+from pipeline.runs import _chapter_run_create
 from pipeline.stages.draft import split_chapter
 from pipeline.stages.judge import pause_question
 from pipeline.stages.plan import STEPS as PLAN_STEPS

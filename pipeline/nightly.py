@@ -25,7 +25,8 @@ from pipeline.errors import LeaseLost, PipelineBusy, PipelineNotReady
 from pipeline.lock_objects import run_lock
 from pipeline.models import BatchRun, BatchStatus, PipelineRun, RunKind, RunStatus, StageRun
 from pipeline.queueing import enqueue_stage
-from pipeline.runs import Claim, _chapter_run_create, _holding
+from pipeline.runs import _chapter_run_create
+from pipeline.stage_claims import Claim, _holding
 from projects.lock_objects import project_lock, project_lock_id
 from projects.models import Project
 

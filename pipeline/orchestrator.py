@@ -5,7 +5,7 @@ States: INIT → QUICK_START → VOL_PLANNING → WRITING (chapters) → at the 
 VOL_PLANNING (next volume) …; ERROR_RETRY when a run's retries are spent; CHAPTER_REWRITE while a
 chapter is revised. Following the PRD where the original CLI differs (facts §15.4): after a review
 the next volume is planned, and WRITING with no plan for the next chapter also means planning.
-Every change of state is a ``StateTransition`` row (``runs.checkpoint_update``).
+Every change of state is a ``StateTransition`` row (``checkpoint.checkpoint_update``).
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from pipeline.book_runs import active_run
 from pipeline.errors import PipelineNotReady
 from pipeline.models import GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus
 from pipeline.nightly import run_budget_resume
-from pipeline.runs import checkpoint_update, chapter_run_start, run_retry
+from pipeline.checkpoint import checkpoint_update
+from pipeline.runs import chapter_run_start, run_retry
 from pipeline.stages.plan import plan_range, volume_plan_start
 from pipeline.stages.quickstart import PHASES, quickstart_start
 from pipeline.stages.review import volume_end, volume_review_start

@@ -15,7 +15,8 @@ from pipeline.blackboard import Blackboard
 from pipeline.book_runs import book_run_create
 from pipeline.errors import PipelineNotReady
 from pipeline.models import PipelineRun, RunKind
-from pipeline.runs import _chapter_run_create, checkpoint_update
+from pipeline.checkpoint import checkpoint_update
+from pipeline.runs import _chapter_run_create
 from projects.errors import InvalidData
 from projects.lock_objects import project_lock
 from projects.models import Chapter, OrchestratorState, PipelineStage

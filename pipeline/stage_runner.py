@@ -15,7 +15,8 @@ from pipeline.db_connection import connection_drop_if_broken
 from pipeline.errors import LeaseLost
 from pipeline.llm.types import LLMError
 from pipeline.nightly import run_budget_stop
-from pipeline.runs import new_lease_owner, run_mark_error, stage_claim, stage_complete, stage_fail
+from pipeline.runs import run_mark_error
+from pipeline.stage_claims import new_lease_owner, stage_claim, stage_complete, stage_fail
 from pipeline.stages import commit, draft, judge, maintain, refine, summarize
 from pipeline.promotion.run import PROMOTION_STEPS
 from pipeline.stages.plan import PLAN_STEPS

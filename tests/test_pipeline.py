@@ -30,7 +30,8 @@ from pipeline.llm.offline import OfflineBackend
 from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import GateAnswer, GateQuestion, GateStatus, LLMCall, PipelineRun, RunKind, RunStatus, StageRun
 from pipeline.stage_runner import stage_run
-from pipeline.runs import chapter_run_start, run_retry, runs_reconcile, stage_claim
+from pipeline.runs import chapter_run_start, run_retry, runs_reconcile
+from pipeline.stage_claims import stage_claim
 from pipeline.tasks import stage_run_task
 from projects.errors import InvalidData
 from projects.json_validation import json_issues

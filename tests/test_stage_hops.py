@@ -20,7 +20,8 @@ from pipeline.errors import LeaseLost
 from pipeline.lock_objects import project_lock_of_run, run_lock
 from pipeline.models import GateQuestion, PipelineRun, PromptTemplate, RunStatus, StageRun
 from pipeline.prompts import default_source
-from pipeline.runs import StageOutcome, chapter_run_start, stage_claim, stage_complete
+from pipeline.runs import chapter_run_start
+from pipeline.stage_claims import StageOutcome, stage_claim, stage_complete
 from projects.lock_objects import fetch_instances, quoted_columns
 from projects.models import PipelineStage, Project
 from projects.sample_project import sample_project_create

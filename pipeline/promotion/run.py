@@ -27,7 +27,7 @@ from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.promotion.platforms import CTA_TYPES, PLATFORMS, STYLES, fit_version
 from pipeline.promotion.sensitive import FilterResult, project_words, sensitive_filter
 from pipeline.queueing import enqueue_stage
-from pipeline.runs import Claim, StageOutcome
+from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, json_output, project_llm_call
 from projects.errors import InvalidData
 from projects.lock_objects import project_lock

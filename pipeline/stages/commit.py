@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from pipeline.blackboard import Blackboard
 from pipeline.models import RunKind, StageRun, StateTransition
-from pipeline.runs import Claim, StageOutcome, apply_outcome, claim_locked
+from pipeline.stage_claims import Claim, StageOutcome, apply_outcome, claim_locked
 from pipeline.stages.maintain import batch_continue, maintenance_due
 from projects.models import OrchestratorState, PipelineStage
 from projects.services.chapter_commit import StagedChapter, chapter_commit_story_locked

@@ -6,7 +6,7 @@ import re
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext
 from pipeline.llm.types import LLMBadOutput
-from pipeline.runs import Claim, StageOutcome
+from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, cast_slice, data_block, json_text, llm_call, system_blocks
 
 ROLE = ("你是一名中文网络小说作者，为连载长篇写下一章。严格遵守世界规则、人物契约和本章契约；"

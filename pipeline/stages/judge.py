@@ -14,7 +14,7 @@ from pipeline.context import ChapterContext
 from pipeline.gate import GateSettings, decide
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
-from pipeline.runs import Claim, StageOutcome
+from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.style_drift import chapter_metrics as style_metrics
 from pipeline.stages.base import PromptBlock, data_block, json_text, llm_call, system_blocks
 from projects.json_validation import json_issues

@@ -12,7 +12,8 @@ from pipeline.context import ChapterContext
 from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.jacquard.skein import PromptBlock
 from pipeline.lock_objects import run_lock
-from pipeline.runs import Claim, StageOutcome, _chapter_run_create, _holding, apply_outcome
+from pipeline.runs import _chapter_run_create
+from pipeline.stage_claims import Claim, StageOutcome, _holding, apply_outcome
 from pipeline.stages.base import data_block, llm_call
 from projects.lock_objects import project_lock_id
 from projects.ids import CHAPTERS_PER_VOLUME

@@ -20,7 +20,8 @@ from pipeline.gates import answer_path_for, gate_handler, question_open, questio
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunKind, RunStatus
 from pipeline.plan_validation import validate_volume_plan
-from pipeline.runs import Claim, StageOutcome, checkpoint_update
+from pipeline.checkpoint import checkpoint_update
+from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, data_block, json_output, json_text, project_llm_call
 from pipeline.stages.draft import MIN_CHARS, split_chapter
 from pipeline.stages.plan import characters_from_call, plan_data, plan_files, plan_from_call, staged_plan

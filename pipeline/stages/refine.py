@@ -8,7 +8,7 @@ import json
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext, all_blacklist_words
 from pipeline.llm.types import LLMBadOutput
-from pipeline.runs import Claim, StageOutcome
+from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.stages.base import data_block, llm_call, system_blocks
 from projects.models import PipelineStage
 

@@ -21,7 +21,8 @@ from pipeline.book_runs import Step, book_run_create, finish_locked, stage_conte
 from pipeline.errors import PipelineNotReady
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import PipelineRun, RunKind
-from pipeline.runs import Claim, StageOutcome, checkpoint_update
+from pipeline.checkpoint import checkpoint_update
+from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, data_block, json_output, project_llm_call
 from projects.lock_objects import project_lock
 from projects.models import ChangeSource, Evaluation, OrchestratorState, Project

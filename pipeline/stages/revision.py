@@ -20,7 +20,8 @@ from pipeline.book_runs import Step, finish_locked
 from pipeline.gate import GateSettings, decide
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
-from pipeline.runs import Claim, StageOutcome, checkpoint_update
+from pipeline.checkpoint import checkpoint_update
+from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, data_block, json_output, json_text, project_llm_call
 from pipeline.stages.draft import MIN_CHARS, split_chapter
 from pipeline.stages.judge import pause_question
