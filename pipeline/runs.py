@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Case, F, TextField, Value, When
 from django.utils import timezone
 
 from pipeline.batch_end import StopReason, batch_end
@@ -17,7 +18,7 @@ from pipeline.blackboard import Blackboard
 from pipeline.checkpoint import checkpoint_update
 from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.lock_objects import run_lock
-from pipeline.models import ACTIVE_RUN_STATUSES, PipelineRun, RunKind, RunStatus
+from pipeline.models import ACTIVE_RUN_STATUSES, PipelineRun, RunKind, RunStatus, StageRun
 from pipeline.queueing import enqueue_stage
 from pipeline.stage_claims import lease_seconds
 from projects.lock_objects import project_lock
@@ -91,6 +92,11 @@ def run_mark_error(*, run_id: int, error: str, stage: str | None = None) -> None
     run.blackboard, run.status, run.error = board.to_dict(), RunStatus.ERROR, error[:2000]
     run.lease_owner, run.lease_expires_at = "", None
     run.save()
+    # An attempt the database interrupted was left open for its retry (stage_fail's keep_attempt);
+    # there is none now: it failed, and a person's retry starts a new one.
+    StageRun.objects.filter(run=run, status="running").update(
+        status="failed", finished_at=timezone.now(),
+        error=Case(When(error="", then=Value(run.error)), default=F("error"), output_field=TextField()))
     if run.kind == RunKind.PROMOTION:  # a post runs beside the book: its failure does not stop the book
         return
     checkpoint_update(project_id, orchestrator_state=OrchestratorState.ERROR_RETRY, run=run,

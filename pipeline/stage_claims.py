@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Case, F, TextField, Value, When
 from django.utils import timezone
 
 from pipeline.batch_end import StopReason, batch_end
@@ -79,13 +80,16 @@ def claim_locked(*, run_id: int, stage: str, owner: str,
     # The attempt names the stored LLM call (call_store.call_key), so it must be new for every
     # execution of the stage that finished (a failure, or a success the run later came back to:
     # a revision, a polish pass, a stale delta, a run_retry) and the same only when the previous
-    # execution never finished (its worker died), so that the redelivery reuses the stored call.
+    # execution never finished (its worker died, or the database failed under it: stage_fail with
+    # keep_attempt), so that the redelivery reuses the stored call.
     attempt = run.finished_executions + 1  # counted by _lease_take, in the same statement
     lost = run.unfinished_executions > 0
     if lost:
-        # an earlier execution that never finished lost its worker: say so instead of "running" forever
+        # an earlier execution that never finished: say so instead of "running" forever, keeping
+        # the error it recorded if it could (a worker that died recorded none)
         StageRun.objects.filter(run_id=run.pk, stage=stage, status="running").update(
-            status="abandoned", error="worker lost; stage re-claimed")
+            status="abandoned", error=Case(When(error="", then=Value("worker lost; stage re-claimed")),
+                                           default=F("error"), output_field=TextField()))
     stage_run = StageRun.objects.create(run=run, stage=stage, attempt=attempt)
     claim = Claim(run.pk, project_id, stage, owner, attempt, stage_run.pk, run.chapter, run.blackboard,
                   run.context if with_context else {}, stage_run.started_at, resumed=lost, project=project,
@@ -259,9 +263,13 @@ _FOLLOW_UP_FIELDS = ["id", "project", "kind", "chapter", "volume_number", "statu
 
 
 @transaction.atomic(durable=True)
-def stage_fail(*, claim: Claim, error: BaseException) -> bool:
+def stage_fail(*, claim: Claim, error: BaseException, keep_attempt: bool = False) -> bool:
     """Record a failed attempt and release the lease so a retry can claim it. False if the run had
-    already moved on (then the failure does not matter)."""
+    already moved on (then the failure does not matter).
+
+    ``keep_attempt``: the failure was the database's, not the stage's (a deadlock, a connection
+    lost after the LLM answered). The stage run is then left unfinished, as a dead worker's is, so
+    that the retry resumes this attempt and reuses its stored LLM calls instead of paying again."""
     project_lock_id(claim.project_id)
     run = run_lock(claim.run_id, with_context=False)
     if run.stage != claim.stage or run.lease_owner != claim.owner:
@@ -275,6 +283,9 @@ def stage_fail(*, claim: Claim, error: BaseException) -> bool:
     run.lease_owner, run.lease_expires_at, run.status = "", None, RunStatus.QUEUED
     run.error = f"{type(error).__name__}: {error}"[:2000]
     run.save()
-    StageRun.objects.filter(pk=claim.stage_run_id).update(status="failed", finished_at=timezone.now(),
-                                                          error=run.error)
+    if keep_attempt:
+        StageRun.objects.filter(pk=claim.stage_run_id).update(error=run.error)
+    else:
+        StageRun.objects.filter(pk=claim.stage_run_id).update(status="failed", finished_at=timezone.now(),
+                                                              error=run.error)
     return True

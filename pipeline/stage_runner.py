@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db import DatabaseError
+from django.db import DatabaseError, InterfaceError, OperationalError
 
 from pipeline import progress
 from pipeline.batch_budget import BudgetExhausted
@@ -101,12 +101,13 @@ def _run_claimed(claim, run_id: int, stage: str) -> None:
 
 def _failure_record(claim, error: BaseException) -> None:
     """Record the failed attempt and release the lease (``stage_fail``), on a new connection if the
-    error broke the old one. If the database cannot be reached at all, the original error goes on to
+    error broke the old one. A database error keeps the attempt, so that the retry reuses the LLM
+    calls already stored. If the database cannot be reached at all, the original error goes on to
     the task (which retries a database error) and the lease is left to expire: ``runs_reconcile``
     resumes the run then."""
     connection_drop_if_broken()
     try:
-        stage_fail(claim=claim, error=error)
+        stage_fail(claim=claim, error=error, keep_attempt=isinstance(error, (OperationalError, InterfaceError)))
     except DatabaseError as failure:
         if not isinstance(error, DatabaseError):
             raise

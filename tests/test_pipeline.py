@@ -628,6 +628,72 @@ def test_a_worker_dying_after_its_llm_call_is_resumed_from_the_stored_call(monke
     assert chapter.log.data["stages"][0]["name"] == "draft"
 
 
+
+def test_a_database_error_after_the_llm_call_is_retried_with_the_stored_call(monkeypatch, wakeups, backend_calls):
+    from django.db import OperationalError
+
+    from pipeline import stage_runner
+
+    project = project_with_contracts(3)
+    run = chapter_run_start(project_id=project.pk)
+    real_complete = stage_runner.stage_complete
+
+    def deadlock_once(**kwargs):
+        monkeypatch.setattr(stage_runner, "stage_complete", real_complete)
+        raise OperationalError("deadlock detected")
+
+    monkeypatch.setattr(stage_runner, "stage_complete", deadlock_once)
+    with pytest.raises(OperationalError):  # the task retries it (Celery's autoretry, in a worker)
+        wakeups.step()
+
+    run.refresh_from_db()
+    # recorded, and the lease released at once: the retry has no lease to wait for
+    assert (run.status, run.stage, run.lease_owner) == (RunStatus.QUEUED, "draft", "")
+    assert run.error == "OperationalError: deadlock detected"
+    # the attempt is not over, as a dead worker's is not: its stored call stays usable
+    assert stages_of(run, "running") == ["draft"]
+    assert LLMCall.objects.filter(run=run).count() == 1
+
+    stage_runner.stage_run(run_id=run.pk, stage="draft")  # the retry
+    assert [stage for stage, _ in backend_calls] == ["draft"]  # not paid for twice
+    assert list(StageRun.objects.filter(run=run, stage="draft").order_by("pk").values_list(
+        "status", "attempt", "error")) == [("abandoned", 1, "OperationalError: deadlock detected"),
+                                          ("succeeded", 1, "")]
+    assert wakeups.sent == [(run.pk, "summarize")]
+
+
+def test_database_errors_until_the_retries_are_spent_end_the_attempt_and_a_retry_starts_anew(monkeypatch, wakeups,
+                                                                                                backend_calls):
+    from django.db import OperationalError
+
+    from pipeline import stage_runner
+
+    project = project_with_contracts(3)
+    run = chapter_run_start(project_id=project.pk)
+    real_complete = stage_runner.stage_complete
+
+    def deadlock(**kwargs):
+        raise OperationalError("deadlock detected")
+
+    monkeypatch.setattr(stage_runner, "stage_complete", deadlock)
+    with pytest.raises(OperationalError):
+        wakeups.step()
+    # the task's retries are spent: its failure handler stops the run
+    stage_runner.stage_run_failed(run_id=run.pk, stage="draft", error=OperationalError("deadlock detected"))
+    run.refresh_from_db()
+    assert run.status == RunStatus.ERROR
+    assert list(StageRun.objects.filter(run=run).values_list("status", "attempt")) == [("failed", 1)]
+
+    # a person's retry is a new attempt, with a new answer stored under a new key
+    monkeypatch.setattr(stage_runner, "stage_complete", real_complete)
+    run_retry(run_id=run.pk)
+    assert wakeups.step() == "draft"
+    assert list(StageRun.objects.filter(run=run).order_by("pk").values_list("status", "attempt")) == [
+        ("failed", 1), ("succeeded", 2)]
+    assert sorted(LLMCall.objects.filter(run=run).values_list("call_key", flat=True)) == [
+        f"run{run.pk}:draft:1:1", f"run{run.pk}:draft:2:1"]
+    assert [stage for stage, _ in backend_calls] == ["draft", "draft"]
+
 # --- 6. the reconciler -----------------------------------------------------------------------------
 
 
