@@ -87,6 +87,16 @@ def sample_project(db):
     return sample_project_create()
 
 
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[int, str]]:
+    """The pipeline's wake-ups (run id, stage), recorded instead of sent: the test drives the stages."""
+    from pipeline import queueing
+
+    messages: list[tuple[int, str]] = []
+    monkeypatch.setattr(queueing, "_send", lambda run_id, stage: messages.append((run_id, stage)))
+    return messages
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     # PBKDF2's million rounds cost ~0.8 s per user; tests do not need them.

@@ -584,18 +584,23 @@ def test_a_stage_that_already_advanced_does_nothing_when_run_again(backend_calls
     assert project.last_completed_chapter == 1
 
 
-def test_a_worker_dying_after_its_llm_call_is_resumed_from_the_stored_call(monkeypatch, wakeups, backend_calls):
+def completion_raising_once(monkeypatch, error: BaseException) -> None:
+    """The next stage's completion raises ``error`` after its LLM calls are stored; later ones work."""
     from pipeline import stage_runner
 
-    project = project_with_contracts(3)
-    run = chapter_run_start(project_id=project.pk)
     real_complete = stage_runner.stage_complete
 
-    def die_once(**kwargs):
+    def raise_once(**kwargs):
         monkeypatch.setattr(stage_runner, "stage_complete", real_complete)
-        raise KeyboardInterrupt("worker killed")  # a BaseException: nothing records a failure
+        raise error
 
-    monkeypatch.setattr(stage_runner, "stage_complete", die_once)
+    monkeypatch.setattr(stage_runner, "stage_complete", raise_once)
+
+
+def test_a_worker_dying_after_its_llm_call_is_resumed_from_the_stored_call(monkeypatch, wakeups, backend_calls):
+    project = project_with_contracts(3)
+    run = chapter_run_start(project_id=project.pk)
+    completion_raising_once(monkeypatch, KeyboardInterrupt("worker killed"))  # a BaseException: nothing is recorded
     with pytest.raises(KeyboardInterrupt):
         wakeups.step()
 
@@ -636,13 +641,7 @@ def test_a_database_error_after_the_llm_call_is_retried_with_the_stored_call(mon
 
     project = project_with_contracts(3)
     run = chapter_run_start(project_id=project.pk)
-    real_complete = stage_runner.stage_complete
-
-    def deadlock_once(**kwargs):
-        monkeypatch.setattr(stage_runner, "stage_complete", real_complete)
-        raise OperationalError("deadlock detected")
-
-    monkeypatch.setattr(stage_runner, "stage_complete", deadlock_once)
+    completion_raising_once(monkeypatch, OperationalError("deadlock detected"))
     with pytest.raises(OperationalError):  # the task retries it (Celery's autoretry, in a worker)
         wakeups.step()
 

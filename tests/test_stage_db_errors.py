@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from django.db import OperationalError, connection, transaction
 
-from pipeline import queueing, stage_runner
+from pipeline import stage_runner
 from pipeline.blackboard import Blackboard
 from pipeline.call_store import DbCallStore
 from pipeline.db_connection import connection_drop_if_broken
@@ -37,14 +37,6 @@ def connection_cut() -> None:
     with psycopg.connect(host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432, user=s["USER"],
                          password=s["PASSWORD"] or None, dbname=s["NAME"], autocommit=True) as admin:
         assert admin.execute("SELECT pg_terminate_backend(%s, 5000)", [pid]).fetchone()[0]
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[int, str]]:
-    """Wake-ups are recorded, not run: each test drives the stages itself."""
-    messages: list[tuple[int, str]] = []
-    monkeypatch.setattr(queueing, "_send", lambda run_id, stage: messages.append((run_id, stage)))
-    return messages
 
 
 @pytest.fixture

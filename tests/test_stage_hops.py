@@ -15,7 +15,6 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from pipeline import queueing
 from pipeline.errors import LeaseLost
 from pipeline.lock_objects import project_lock_of_run, run_lock
 from pipeline.models import GateQuestion, PipelineRun, PromptTemplate, RunStatus, StageRun
@@ -27,14 +26,6 @@ from projects.models import PipelineStage, Project
 from projects.sample_project import sample_project_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[int, str]]:
-    """Wake-ups are recorded, not run: each test drives the hops itself."""
-    messages: list[tuple[int, str]] = []
-    monkeypatch.setattr(queueing, "_send", lambda run_id, stage: messages.append((run_id, stage)))
-    return messages
 
 
 @pytest.fixture
