@@ -8,6 +8,7 @@ required, for one).
 """
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -17,28 +18,111 @@ from django.db import models
 from django_jsonform.forms.fields import JSONFormField
 from django_jsonform.widgets import JSONFormWidget
 
-from projects import schemas
+from projects import json_editor, schemas
 from projects.errors import InvalidData
-from projects.json_validation import validate_json
+from projects.json_validation import json_issues, validate_json
 
 
-class SchemaFormField(JSONFormField):
-    def __init__(self, *, schema_name: str, **kwargs: Any) -> None:
+class PostedJSONMixin:
+    """``forms.JSONField`` parsing with the cases it lets through refused as form errors: JSON nested
+    too deep for the parser (a RecursionError, so a 500), NUL characters (PostgreSQL cannot store
+    them), and a blank textarea taken for malformed JSON."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            value = ""
+        try:
+            parsed = super().to_python(value)
+        except RecursionError:
+            raise ValidationError("This JSON is nested too deeply.", code="invalid") from None
+        if _has_nul(parsed):
+            raise ValidationError("This JSON contains a NUL character (\\u0000), which cannot be stored.",
+                                  code="invalid")
+        return parsed
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        try:
+            return super().bound_data(data, initial)
+        except RecursionError:  # shown back as the text that was posted, with the error above it
+            return forms.fields.InvalidJSONInput(data)
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v) for v in value)
+    return False
+
+
+class SchemaFormField(PostedJSONMixin, JSONFormField):
+    """django-jsonform's editor for a schema of ``projects.schemas``.
+
+    The editor draws ``json_editor.editor_schema``; what it posts is merged with the value the form
+    started from (``initial_value``, set by ``SchemaJSONFormMixin``) so that placeholders it added
+    are not stored, then validated against the real schema. ``value_when_empty`` is stored for an empty
+    post (a browser without JavaScript): the model field's default, or None where it is nullable.
+    """
+
+    def __init__(self, *, schema_name: str, value_when_empty: Any = None, **kwargs: Any) -> None:
         self.schema_name = schema_name
+        self.value_when_empty = value_when_empty
+        self.initial_value: Any = None
+        self.raw = False  # True: the value is edited as plain JSON (see use_raw_editor)
+        kwargs.setdefault("widget", JSONFormWidget(schema=json_editor.editor_schema(schema_name)))
         super().__init__(**kwargs)
+
+    def use_raw_editor(self) -> None:
+        """Edit this value as plain JSON: the form editor could not show it without changing it."""
+        self.raw = True
+        self.widget = _json_textarea()
+        self.help_text = " ".join(filter(None, [str(self.help_text), _RAW_FALLBACK_HELP]))
+
+    def clean(self, value: Any) -> Any:
+        value = self.to_python(value)
+        if not self.raw and value is not None:
+            value = json_editor.merge_editor_output(self.schema_name, value, self.initial_value)
+        if value is None and self.value_when_empty is not None:
+            value = copy.deepcopy(self.value_when_empty)
+        self.validate(value)
+        self.run_validators(value)
+        return value
 
     def validate(self, value: Any) -> None:
         forms.JSONField.validate(self, value)
-        _validate_or_raise(self.schema_name, value, label=self.label or self.schema_name)
+        if value is None:
+            return
+        issues = json_issues(self.schema_name, value)
+        if issues and isinstance(self.widget, JSONFormWidget):
+            self.widget.add_error(json_editor.editor_error_map(issues))
+        _validate_or_raise(self.schema_name, value, label=str(self.label or self.schema_name))
 
 
-class RawSchemaFormField(forms.JSONField):
+_RAW_FALLBACK_HELP = "Shown as JSON: this value has a shape the form editor cannot show without changing it."
+
+
+def _json_textarea() -> forms.Textarea:
+    return forms.Textarea(attrs={"rows": 16, "cols": 100, "class": "vLargeTextField"})
+
+
+class RawSchemaFormField(PostedJSONMixin, forms.JSONField):
     """A plain JSON textarea, for values too free-form for a generated editor (state, receipts)."""
 
-    def __init__(self, *, schema_name: str, **kwargs: Any) -> None:
+    def __init__(self, *, schema_name: str, value_when_empty: Any = None, **kwargs: Any) -> None:
         self.schema_name = schema_name
-        kwargs.setdefault("widget", forms.Textarea(attrs={"rows": 16, "cols": 100, "class": "vLargeTextField"}))
+        self.value_when_empty = value_when_empty
+        kwargs.setdefault("widget", _json_textarea())
         super().__init__(**kwargs)
+
+    def clean(self, value: Any) -> Any:
+        value = self.to_python(value)
+        if value is None and self.value_when_empty is not None:
+            value = copy.deepcopy(self.value_when_empty)
+        self.validate(value)
+        self.run_validators(value)
+        return value
 
     def validate(self, value: Any) -> None:
         super().validate(value)
@@ -52,6 +136,30 @@ def _validate_or_raise(schema_name: str, value: Any, *, label: str) -> None:
         validate_json(schema_name, value, label=label)
     except InvalidData as exc:
         raise ValidationError(exc.message, code="invalid_json") from exc
+
+
+class SchemaJSONFormMixin:
+    """For model forms with schema JSON fields: tells each editor the value it starts from, and
+    edits as plain JSON a value the form editor cannot show faithfully."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name, field in self.fields.items():
+            if not isinstance(field, SchemaFormField):
+                continue
+            initial = self.get_initial_for_field(field, name)
+            if isinstance(initial, str):  # a form built with initial data as JSON text
+                try:
+                    initial = json.loads(initial)
+                except ValueError:
+                    initial = None
+            field.initial_value = copy.deepcopy(initial)
+            if not json_editor.fits_editor(field.schema_name, initial):
+                field.use_raw_editor()
+
+
+class SchemaJSONModelForm(SchemaJSONFormMixin, forms.ModelForm):
+    pass
 
 
 class UnicodeJSONEncoder(json.JSONEncoder):
@@ -91,10 +199,11 @@ class SchemaJSONField(models.JSONField):
             raise ValidationError(exc.message, code="invalid_json") from exc
 
     def formfield(self, **kwargs: Any):
+        # An empty post stores the field's default (a blank non-null column would be a 500), or
+        # None where the column allows it.
+        value_when_empty = None if self.null or not self.has_default() else self.get_default()
+        common = {"schema_name": self.schema_name, "value_when_empty": value_when_empty}
         if self.editor == "raw":
-            return super().formfield(**{"form_class": RawSchemaFormField, "schema_name": self.schema_name, **kwargs})
-        schema = schemas.SCHEMAS[self.schema_name]
-        widget = JSONFormWidget(schema=schema, model_name=self.model.__name__)
-        return super().formfield(
-            **{"form_class": SchemaFormField, "schema_name": self.schema_name, "widget": widget, **kwargs}
-        )
+            return super().formfield(**{"form_class": RawSchemaFormField, **common, **kwargs})
+        widget = JSONFormWidget(schema=json_editor.editor_schema(self.schema_name), model_name=self.model.__name__)
+        return super().formfield(**{"form_class": SchemaFormField, **common, "widget": widget, **kwargs})

@@ -23,6 +23,7 @@ MAX_REPORTED_ISSUES = 5
 class JsonIssue:
     path: str  # JSONPath-like, "$" for the root
     message: str
+    location: tuple[str | int, ...] = ()  # the same path as keys and indexes
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
@@ -55,7 +56,7 @@ def json_issues(schema_name: str, value: Any) -> list[JsonIssue]:
     issues = []
     for error in errors[:MAX_REPORTED_ISSUES]:
         leaf = _deepest(error)
-        issues.append(JsonIssue(json_path(leaf.absolute_path), leaf.message))
+        issues.append(JsonIssue(json_path(leaf.absolute_path), leaf.message, tuple(leaf.absolute_path)))
     return issues
 
 

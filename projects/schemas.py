@@ -279,6 +279,11 @@ STORYLINES_META: Schema = {  # the parts of storylines.json besides the lines th
                 "type": "object",
                 "properties": {"from": {"type": "string"}, "to": {"type": "string"}, "type": {"type": "string"}},
                 "required": ["from", "to"],
+                "x-editor": {"properties": {  # facts §10.4
+                    "bridges": {"type": "object", "properties": {
+                        "shared_characters": STRING_LIST, "shared_foreshadowing": STRING_LIST,
+                        "shared_events": STRING_LIST}},
+                    "convergence_condition": {"type": "string"}, "narrative_function": {"type": "string"}}},
             },
         },
         "storyline_types": {"type": "array"},
@@ -314,12 +319,15 @@ STORYLINE_SCHEDULE: Schema = {  # volumes/vol-VV/storyline-schedule.json, facts 
                 ]
             },
         },
-        "interleaving_pattern": {"type": "object"},
+        "interleaving_pattern": {"type": "object", "x-editor": {"properties": {
+            "strategy": {"type": "string"}, "primary_max_consecutive": {"type": "number"},
+            "secondary_min_appearance": {"type": "string"}, "seasoning_placement": {"type": "string"}}}},
         "convergence_events": {
             "type": "array",
             "items": {
                 "type": "object",
                 "properties": {"chapter_range": CHAPTER_RANGE, "involved_storylines": STRING_LIST},
+                "x-editor": {"properties": {"trigger": {"type": "string"}, "aftermath": {"type": "string"}}},
             },
         },
         "dormant_storylines": {"type": "array"},
@@ -383,8 +391,12 @@ CHAPTER_CONTRACT: Schema = {  # volumes/vol-VV/chapter-contracts/chapter-NNN.jso
     "properties": {
         "chapter": CHAPTER_NUMBER,
         "storyline_id": {"type": "string", "pattern": SLUG_PATTERN},
-        "storyline_context": {"type": "object"},
-        "transition_hint": {"type": ["object", "null"]},
+        "storyline_context": {"type": "object", "x-editor": {"properties": {  # facts §10.7
+            "last_chapter_on_this_line": {"type": "integer"}, "last_chapter_summary": {"type": "string"},
+            "chapters_since_last": {"type": "number"}, "line_arc_progress": {"type": "string"},
+            "concurrent_state": {"type": "object", "additionalProperties": {"type": "string"}}}}},
+        "transition_hint": {"type": ["object", "null"], "x-editor": {"properties": {
+            "next_storyline": {"type": "string"}, "bridge": {"type": "string"}}}},
         "excitement_type": {"type": ["string", "null"]},
         "preconditions": {
             "type": "object",
@@ -412,7 +424,8 @@ CHAPTER_CONTRACT: Schema = {  # volumes/vol-VV/chapter-contracts/chapter-NNN.jso
         "postconditions": {
             "type": "object",
             "properties": {
-                "state_changes": {"type": "object"},
+                # facts §10.7: {character: {key: value}}; validation stays as open as the original tool
+                "state_changes": {"type": "object", "x-editor": {"additionalProperties": {"type": "object"}}},
                 "foreshadowing_updates": {
                     "type": "object",
                     "additionalProperties": {"type": "string", "enum": list(FORESHADOW_STATUSES)},

@@ -8,6 +8,7 @@ so that nothing that needs a service silently skips.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -36,6 +37,23 @@ def _missing_service(marker: str) -> str | None:
 
 
 CHROMIUM = os.environ.get("NOVELSITE_CHROMIUM", "/usr/bin/chromium")
+
+
+SHOTS = Path(settings.BASE_DIR) / "test-output" / "screenshots"
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright launches the system Chromium, headless."""
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": True,
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                     "--disable-component-update", "--disable-sync", "--no-first-run"]}
+
+
+def shot(page, name: str) -> None:
+    """A full-page screenshot for people to look at (test-output/screenshots/<name>.png)."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def _missing_browser() -> str | None:

@@ -5,17 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import CHROMIUM
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 TIMEOUT_MS = 30_000
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": True,
-            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--no-first-run"]}
 
 
 def _blocked(page) -> list[str]:

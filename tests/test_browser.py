@@ -6,12 +6,10 @@ go to test-output/screenshots/."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 
-from tests.conftest import CHROMIUM
+from tests.conftest import shot
 
 # PostgreSQL: the live server answers the page's progress polls while another of its threads runs
 # the stages of a request; SQLite's in-memory test database is one connection shared by those
@@ -19,16 +17,8 @@ from tests.conftest import CHROMIUM
 # of the site, which runs on a database with a connection per thread).
 pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-SHOTS = Path(django_settings.BASE_DIR) / "test-output" / "screenshots"
 BRIEF = "北境少年林枫在雪原上救下一位神秘老人，卷入星火宗覆灭的旧案，一路南下追查预言的真相。"
 TIMEOUT_MS = 60_000
-
-
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args):
-    return {**browser_type_launch_args, "executable_path": CHROMIUM, "headless": True,
-            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--no-first-run"]}
 
 
 @pytest.fixture(scope="session")
@@ -41,11 +31,6 @@ def browser_context_args(browser_context_args):
 def _pipeline_in_requests(settings):
     settings.CELERY_TASK_ALWAYS_EAGER = True
     settings.NOVELSITE_OFFLINE = {"latency_ms": 400}  # slow enough for the progress bar to be seen moving
-
-
-def shot(page, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
 def take_next_step(page) -> None:

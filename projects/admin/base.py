@@ -17,6 +17,7 @@ from django.db import models
 from django.http import HttpRequest
 from simple_history.admin import SimpleHistoryAdmin
 
+from projects.json_fields import SchemaJSONModelForm
 from projects.models import EditVersioned, Membership, Project
 from projects.permissions import Action, role_allows
 from projects.services.editing import story_object_create, story_object_update
@@ -49,6 +50,7 @@ class ProjectScopedAdmin(admin.ModelAdmin):
     """Rows of one project, visible and editable by role. ``project_field`` is the path from the
     model to its Project; ``pipeline_owned`` makes the model read-only for everyone."""
 
+    form = SchemaJSONModelForm
     project_field = "project"
     pipeline_owned = False
     edit_action = Action.EDIT
@@ -101,7 +103,7 @@ class ProjectScopedAdmin(admin.ModelAdmin):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
-class VersionedForm(forms.ModelForm):
+class VersionedForm(SchemaJSONModelForm):
     """Carries the version the editor started from; a save over a newer version is refused."""
 
     base_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
