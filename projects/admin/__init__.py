@@ -29,7 +29,7 @@ from projects.models import (
     WorldDoc,
     WorldRule,
 )
-from projects.permissions import Action
+from projects.permissions import PROJECT_SETTINGS_FIELDS, Action
 from projects.services.projects import (
     membership_is_last_owner,
     membership_remove,
@@ -116,6 +116,15 @@ class ProjectAdmin(ProjectScopedAdmin, admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return request.user.is_active and request.user.is_staff  # any teammate may start a novel
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and not request_allows(request, obj.pk, Action.MANAGE):
+            fields += PROJECT_SETTINGS_FIELDS  # an editor changes the style, not the settings
+        return fields
+
+    def get_prepopulated_fields(self, request, obj=None):
+        return super().get_prepopulated_fields(request, obj) if obj is None else {}  # the slug is kept
 
     def has_module_permission(self, request):
         return request.user.is_active and request.user.is_staff

@@ -17,10 +17,11 @@ from django.db import models
 from django.http import HttpRequest
 from simple_history.admin import SimpleHistoryAdmin
 
+from projects.errors import VersionConflict
 from projects.json_fields import SchemaJSONModelForm
 from projects.models import EditVersioned, Membership, Project
 from projects.permissions import Action, role_allows
-from projects.services.editing import story_object_create, story_object_update
+from projects.services.editing import story_object_create, story_object_update, story_object_version_check
 
 
 def _roles(request: HttpRequest) -> dict[int, str]:
@@ -92,6 +93,16 @@ class ProjectScopedAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: models.Model | None = None) -> bool:
         return not self.pipeline_owned and self._allows(request, self.delete_action, obj)
 
+    def get_list_filter(self, request):
+        # A filter on a relation lists only the related rows of this user's projects (the default
+        # lists every project's title and slug, and every volume, to any staff member).
+        filters = []
+        for entry in super().get_list_filter(request):
+            if isinstance(entry, str) and self.model._meta.get_field(entry).is_relation:
+                entry = (entry, admin.RelatedOnlyFieldListFilter)
+            filters.append(entry)
+        return filters
+
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         # Only projects (and their rows) the user may edit can be chosen; posting another id fails
         # form validation rather than reaching the database.
@@ -110,17 +121,20 @@ class VersionedForm(SchemaJSONModelForm):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
-        instance = self.instance
-        if instance.pk is not None:
-            current = type(instance)._default_manager.filter(pk=instance.pk).values_list("version", flat=True).first()
-            base = cleaned.get("base_version")
-            if current is not None and base != current:
-                raise forms.ValidationError(
-                    "Someone else saved this (version %(current)s) after you opened it (version %(base)s). "
-                    "Nothing was saved: copy your changes, reload the page and apply them again.",
-                    code="version_conflict",
-                    params={"current": current, "base": base},
-                )
+        if self.instance.pk is None:
+            return cleaned
+        base = cleaned.get("base_version")
+        try:
+            # Locks the project and the row for the rest of the admin's transaction, so that two
+            # people saving at once get this message, one of them, rather than a 500 at the write.
+            story_object_version_check(obj=self.instance, base_version=base)
+        except VersionConflict as conflict:
+            raise forms.ValidationError(
+                "Someone else saved this (version %(current)s) after you opened it (version %(base)s). "
+                "Nothing was saved: copy your changes, reload the page and apply them again.",
+                code="version_conflict",
+                params={"current": conflict.extra["current_version"], "base": base},
+            ) from None
         return cleaned
 
 

@@ -33,6 +33,20 @@ def _project_id(instance: EditVersioned) -> int:
 
 
 @transaction.atomic
+def story_object_version_check(*, obj: EditVersioned, base_version: int | None) -> None:
+    """Raise ``VersionConflict`` unless ``obj`` is still at ``base_version``. Takes the project lock,
+    then the row lock, and keeps them for the caller's transaction: called inside the transaction
+    that saves (the admin's), no other save can slip in between the check and the write."""
+    project_lock(_project_id(obj))
+    current = row_lock(obj)
+    if current.version != base_version:
+        raise VersionConflict(
+            f"{current} was saved by someone else (version {current.version}, you edited version {base_version}).",
+            extra={"current_version": current.version, "base_version": base_version},
+        )
+
+
+@transaction.atomic
 def story_object_update(*, obj: V, editor: AbstractBaseUser | None, base_version: int, **changes: Any) -> V:
     """Apply ``changes`` to ``obj`` if nobody saved since ``base_version``. Takes the project lock,
     then the row lock (projects/lock_objects.py order)."""
