@@ -170,9 +170,16 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "projects.api_errors.novelsite_exception_handler",
-    # Actions that start LLM work (write, advance, retry, rewrite, answer, approve) carry the "llm"
-    # scope (projects/api/throttles.py reads the rate at request time, so tests can change it).
-    "DEFAULT_THROTTLE_RATES": {"llm": env.str("NOVELSITE_API_LLM_RATE", default="30/hour")},
+}
+# What LLM work people may start, on the API and the web pages alike (pipeline/spending.py): a rate
+# per person and per project, how many runs of one project may work at once (promotions included),
+# and how many projects a person may own (staff exempt). The daily cap on what runs started by hand
+# spend is a project setting (manual_cost_cap_usd).
+NOVELSITE_SPENDING = {
+    "user_rate": env.str("NOVELSITE_LLM_RATE_PER_USER", default=env.str("NOVELSITE_API_LLM_RATE", default="30/hour")),
+    "project_rate": env.str("NOVELSITE_LLM_RATE_PER_PROJECT", default="60/hour"),
+    "max_active_runs": env.int("NOVELSITE_MAX_ACTIVE_RUNS_PER_PROJECT", default=1),
+    "max_projects_per_user": env.int("NOVELSITE_MAX_PROJECTS_PER_USER", default=5),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Novelsite API",

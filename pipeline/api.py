@@ -16,9 +16,9 @@ from pipeline.models import ACTIVE_RUN_STATUSES, GateQuestion, GateStatus, LLMCa
 from pipeline.orchestrator import advance, next_step
 from pipeline.rewrite import MAX_NOTES, chapter_rewrite_start
 from pipeline.runs import chapter_run_start, run_cancel, run_retry
+from pipeline.spending import llm_work_admit
 from projects.api.pagination import cursor_by, paginated
 from projects.api.strict import StrictInput
-from projects.api.throttles import LLMWorkThrottle
 from projects.errors import NotFound
 from projects.permissions import Action
 from projects.selectors import project_get_for_member
@@ -44,9 +44,6 @@ class ProjectNextStepApi(APIView):
 
 
 class ProjectAdvanceApi(APIView):
-    throttle_classes = [LLMWorkThrottle]
-    throttle_scope = "llm"
-
     class ProjectAdvanceInput(StrictInput):
         step = serializers.CharField(required=False, max_length=60, help_text="The step you expect to take next.")
 
@@ -59,6 +56,7 @@ class ProjectAdvanceApi(APIView):
         project = project_get_for_member(user=request.user, slug=slug, action=Action.EDIT)
         incoming = self.ProjectAdvanceInput(data=request.data)
         incoming.is_valid(raise_exception=True)
+        llm_work_admit(project=project, user=request.user)
         run = advance(project_id=project.pk, user=request.user, step=incoming.validated_data.get("step"))
         project.refresh_from_db()
         output = {"run_id": run.pk if run else None, "next": next_step(project).as_dict()}
@@ -80,9 +78,6 @@ class ProjectGateListApi(APIView):
 
 
 class GateAnswerApi(APIView):
-    throttle_classes = [LLMWorkThrottle]
-    throttle_scope = "llm"
-
     class GateAnswerInput(StrictInput):
         answers = serializers.JSONField(help_text="question id -> a string or a list of strings (seed 003)")
 
@@ -98,6 +93,7 @@ class GateAnswerApi(APIView):
             raise NotFound("No such question in this project.")
         incoming = self.GateAnswerInput(data=request.data)
         incoming.is_valid(raise_exception=True)
+        llm_work_admit(project=project, user=request.user)
         answer = gate_answer_submit(question_id=question_id, answers=incoming.validated_data["answers"],
                                     user=request.user)
         project.refresh_from_db()
@@ -196,9 +192,6 @@ class ProjectWriteApi(APIView):
     """Write the next chapter, or the next ``chapters`` chapters as one batch (each starts when the
     previous commits). 409 ``pipeline_busy`` while another run is active."""
 
-    throttle_classes = [LLMWorkThrottle]
-    throttle_scope = "llm"
-
     class ProjectWriteInput(StrictInput):
         chapters = serializers.IntegerField(min_value=1, max_value=MAX_CHAPTERS_PER_REQUEST, default=1)
 
@@ -207,6 +200,7 @@ class ProjectWriteApi(APIView):
         project = project_get_for_member(user=request.user, slug=slug, action=Action.EDIT)
         incoming = self.ProjectWriteInput(data=request.data)
         incoming.is_valid(raise_exception=True)
+        llm_work_admit(project=project, user=request.user)
         run = chapter_run_start(project_id=project.pk, user=request.user,
                                 batch_remaining=incoming.validated_data["chapters"] - 1)
         return Response(RunOutput(_run_of(project, run.pk)).data, status=status.HTTP_202_ACCEPTED)
@@ -229,13 +223,12 @@ class ProjectPauseApi(APIView):
 class RunRetryApi(APIView):
     """Resume a run stopped in error from the stage it failed in."""
 
-    throttle_classes = [LLMWorkThrottle]
-    throttle_scope = "llm"
-
     @extend_schema(request=None, responses={202: RunOutput})
     def post(self, request, slug: str, run_id: int) -> Response:
         project = project_get_for_member(user=request.user, slug=slug, action=Action.EDIT)
-        run = run_retry(run_id=_run_of(project, run_id).pk, user=request.user)
+        run = _run_of(project, run_id)
+        llm_work_admit(project=project, user=request.user)
+        run = run_retry(run_id=run.pk, user=request.user)
         return Response(RunOutput(_run_of(project, run.pk)).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -250,9 +243,6 @@ class RunCancelApi(APIView):
 class ChapterRewriteApi(APIView):
     """Rewrite a committed chapter with notes (CHAPTER_REWRITE, pipeline/rewrite.py)."""
 
-    throttle_classes = [LLMWorkThrottle]
-    throttle_scope = "llm"
-
     class ChapterRewriteInput(StrictInput):
         notes = serializers.CharField(max_length=MAX_NOTES)
 
@@ -261,6 +251,7 @@ class ChapterRewriteApi(APIView):
         project = project_get_for_member(user=request.user, slug=slug, action=Action.EDIT)
         incoming = self.ChapterRewriteInput(data=request.data)
         incoming.is_valid(raise_exception=True)
+        llm_work_admit(project=project, user=request.user)
         run = chapter_rewrite_start(project_id=project.pk, chapter=number, user=request.user,
                                     notes=incoming.validated_data["notes"])
         return Response(RunOutput(_run_of(project, run.pk)).data, status=status.HTTP_202_ACCEPTED)
@@ -269,9 +260,6 @@ class ChapterRewriteApi(APIView):
 class PlanApproveApi(APIView):
     """Approve the volume plan waiting for approval (the answer ``approve`` to its gate)."""
 
-    throttle_classes = [LLMWorkThrottle]
-    throttle_scope = "llm"
-
     @extend_schema(request=None, responses=GateAnswerApi.GateAnswerOutput)
     def post(self, request, slug: str) -> Response:
         project = project_get_for_member(user=request.user, slug=slug, action=Action.DECIDE)
@@ -279,6 +267,7 @@ class PlanApproveApi(APIView):
                     .order_by("-created_at", "-pk").first())
         if question is None:
             raise NotFound("No volume plan is waiting for approval.")
+        llm_work_admit(project=project, user=request.user)
         answer = gate_answer_submit(question_id=question.pk, answers={"decision": "approve"}, user=request.user)
         project.refresh_from_db()
         output = {"question_id": question.pk, "answer": answer.answer, "next": next_step(project).as_dict()}

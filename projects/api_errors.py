@@ -13,7 +13,10 @@ from projects.errors import NovelsiteError
 
 def novelsite_exception_handler(exc, context):
     if isinstance(exc, NovelsiteError):
-        return Response({"code": exc.code, "message": exc.message, "extra": exc.extra}, status=exc.http_status)
+        response = Response({"code": exc.code, "message": exc.message, "extra": exc.extra}, status=exc.http_status)
+        if "retry_after_seconds" in exc.extra:  # a rate limit says when to come back, as HTTP does
+            response["Retry-After"] = str(exc.extra["retry_after_seconds"])
+        return response
     if isinstance(exc, RequestDataTooBig):  # else Django's HTML 400 page
         return Response({"code": "too_large", "message": "The request body is too large.",
                          "extra": {"max_bytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE}},

@@ -32,10 +32,3 @@ def role_allows(role: str | None, action: Action) -> bool:
 def roles_allowing(action: Action) -> list[str]:
     return [role for role, actions in ALLOWED.items() if action in actions]
 
-
-# Project fields only its owner changes (the API's PATCH of settings, the settings page); the
-# style fields beside them are story data, which editors change too.
-PROJECT_SETTINGS_FIELDS = (
-    "title", "slug", "brief", "genre", "target_platform", "genre_drive_type", "autopilot_enabled",
-    "autopilot_chapters_per_night", "autopilot_cost_cap_usd", "gate_settings", "stage_models",
-)

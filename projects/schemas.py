@@ -812,6 +812,7 @@ NOVELSITE_PROJECT: Schema = {  # novelsite/project.json: Novelsite's extension o
                            "chapters_per_night": {"type": "integer", "minimum": 0, "maximum": 1000},
                            "cost_cap_usd": {"type": "string", "pattern": r"^\d{1,6}(\.\d{1,2})?$"}},
         },
+        "manual_cost_cap_usd": {"type": "string", "pattern": r"^\d{1,6}(\.\d{1,2})?$"},
         "gate_settings": GATE_SETTINGS,
         "stage_models": STAGE_MODELS,
         "volumes": {

@@ -11,7 +11,7 @@ from django.contrib import admin
 from django.contrib.admin.filters import RelatedFieldListFilter
 
 from projects.models import Project
-from projects.permissions import PROJECT_SETTINGS_FIELDS
+from projects.services.projects import PROJECT_SETTINGS_FIELDS as SETTINGS_FIELDS
 from tests.test_admin import (  # noqa: F401  (fixtures)
     ADMIN_MODELS,
     admin_url,
@@ -35,9 +35,13 @@ NEW_SETTINGS: dict[str, Any] = {
     "autopilot_enabled": True,
     "autopilot_chapters_per_night": 50,
     "autopilot_cost_cap_usd": Decimal("999999.00"),
+    "manual_cost_cap_usd": Decimal("999999.00"),
     "gate_settings": {"pass_threshold": 1.0},
     "stage_models": {"draft": "very-expensive-model"},
 }
+
+
+PROJECT_SETTINGS_FIELDS = sorted({"slug", *SETTINGS_FIELDS})
 
 
 def test_every_owner_only_field_has_a_case():

@@ -183,7 +183,7 @@ def test_a_body_over_the_upload_limit_is_a_413_in_the_error_shape(world):  # noq
 
 @pytest.mark.django_db
 def test_actions_that_start_llm_work_are_throttled(world, settings):  # noqa: F811
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"llm": "2/minute"}}
+    settings.NOVELSITE_SPENDING = {**settings.NOVELSITE_SPENDING, "user_rate": "2/minute", "max_active_runs": 10}
     client, url = world.client("editor"), f"/api/projects/{world.project.slug}/write"
     assert [client.post(url, {}, format="json").status_code for _ in range(2)] == [202, 409]  # started; busy
     throttled = client.post(url, {}, format="json")

@@ -34,7 +34,8 @@ def keep_test_connection():
 
 @pytest.fixture
 def fuzz_world(world: World, settings, keep_test_connection):  # noqa: F811
-    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"llm": "100000/minute"}}
+    settings.NOVELSITE_SPENDING = {**settings.NOVELSITE_SPENDING, "user_rate": "100000/minute",
+                                   "project_rate": "100000/minute", "max_active_runs": 1000}
     return world
 
 

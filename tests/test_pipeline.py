@@ -16,6 +16,7 @@ import json
 import re
 import threading
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
@@ -824,3 +825,16 @@ def test_the_text_being_written_reaches_the_cache_for_the_live_progress(wakeups)
     draft = content(run, "chapter", "draft")
     assert drafting[-1]["tail"].strip()[-50:] in draft
     assert max(entry["chars"] for entry in drafting) > 300
+
+
+def test_a_batch_started_by_hand_stops_before_its_next_chapter_once_the_days_budget_is_spent():
+    """pipeline/spending.py: the cap of work started by hand is a threshold, like the nightly one: the
+    chapter under way is committed, the next one is not started."""
+    project = project_with_contracts(5)
+    Project.objects.filter(pk=project.pk).update(manual_cost_cap_usd=Decimal("0.00"))
+
+    chapter_run_start(project_id=project.pk, batch_remaining=3)
+
+    project.refresh_from_db()
+    assert project.last_completed_chapter == 1
+    assert list(PipelineRun.objects.filter(project=project).values_list("chapter", "status")) == [(1, RunStatus.DONE)]

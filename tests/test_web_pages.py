@@ -113,7 +113,7 @@ def test_members_settings_and_language(client, make_user):
     assert Project.objects.get(slug="snow").memberships.get(user=other).role == "reviewer"
     response = client.post(reverse("settings", args=["snow"]), {
         "title": "雪原长夜二", "brief": BRIEF, "autopilot_enabled": "on", "autopilot_chapters_per_night": "2",
-        "autopilot_cost_cap_usd": "3.50", "stage_models": "{}", "gate_settings": "{}"})
+        "autopilot_cost_cap_usd": "3.50", "manual_cost_cap_usd": "20.00", "stage_models": "{}", "gate_settings": "{}"})
     assert response.status_code == 302, response.content.decode()[:2000]
     project = Project.objects.get(slug="snow")
     assert (project.title, project.autopilot_enabled, project.autopilot_chapters_per_night) == ("雪原长夜二", True, 2)

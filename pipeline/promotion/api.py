@@ -11,7 +11,7 @@ from pipeline.models import PipelineRun, RunKind
 from pipeline.promotion.platforms import PLATFORMS, STYLES
 from pipeline.promotion.run import STEPS, promotion_start, promotion_step_regenerate
 from pipeline.promotion.snapshot import seed_snapshot
-from projects.api.throttles import LLMWorkThrottle
+from pipeline.spending import llm_work_admit
 from projects.errors import NotFound
 from projects.permissions import Action
 from projects.selectors import project_get_for_member
@@ -50,10 +50,6 @@ class PromotionDetailOutput(PromotionOutput):
 
 
 class ProjectPromotionListApi(APIView):
-    throttle_scope = "llm"
-
-    def get_throttles(self):  # starting a post costs LLM calls; reading the list does not
-        return [LLMWorkThrottle()] if self.request.method == "POST" else []
     class PromotionStartInput(serializers.Serializer):
         chapter = serializers.IntegerField(required=False, min_value=1)
         chapters = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False,
@@ -83,6 +79,7 @@ class ProjectPromotionListApi(APIView):
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         target = {key: data[key] for key in ("chapter", "chapters", "volume") if key in data}
+        llm_work_admit(project=project, user=request.user)
         run = promotion_start(project_id=project.pk, target=target, platform=data["platform"], style=data["style"],
                               intent=data["intent"], constraints=data["constraints"], user=request.user)
         run.refresh_from_db()
@@ -97,8 +94,6 @@ class ProjectPromotionDetailApi(APIView):
 
 
 class ProjectPromotionRegenerateApi(APIView):
-    throttle_scope = "llm"
-    throttle_classes = [LLMWorkThrottle]
     class PromotionRegenerateInput(serializers.Serializer):
         step = serializers.ChoiceField(choices=STEPS)
 
@@ -108,6 +103,7 @@ class ProjectPromotionRegenerateApi(APIView):
         run = _promotion(project, run_id)
         incoming = self.PromotionRegenerateInput(data=request.data)
         incoming.is_valid(raise_exception=True)
+        llm_work_admit(project=project, user=request.user)
         run = promotion_step_regenerate(run_id=run.pk, step=incoming.validated_data["step"], user=request.user)
         run.refresh_from_db()
         return Response(PromotionOutput(run).data, status=status.HTTP_202_ACCEPTED)

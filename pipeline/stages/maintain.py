@@ -2,6 +2,8 @@
 (facts §13), then the run ends and, in a batch, the next chapter starts."""
 from __future__ import annotations
 
+import logging
+
 from django.db import transaction
 from django.db.models import Max
 
@@ -13,12 +15,15 @@ from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.jacquard.skein import PromptBlock
 from pipeline.lock_objects import run_lock
 from pipeline.runs import _chapter_run_create
+from pipeline.spending import manual_budget_left
 from pipeline.stage_claims import Claim, StageOutcome, _holding, apply_outcome
 from pipeline.stages.base import data_block, llm_call
 from projects.lock_objects import project_lock_id
 from projects.ids import CHAPTERS_PER_VOLUME
 from projects.models import ArchivedSummary, ChapterContract, Project
 from projects.services.memory import archived_summary_add, project_style_drift_set
+
+log = logging.getLogger(__name__)
 
 DRIFT_EVERY = 5  # facts §13: every 5 chapters (last_completed % 5 == 0)
 
@@ -116,7 +121,12 @@ def batch_continue(run, blackboard: dict, *, project: Project | None = None) -> 
     if not batch_goes_on(run):
         return None
     if project is None:  # the fields _chapter_run_create reads
-        project = Project.objects.only("slug", "orchestrator_state", "last_completed_chapter").get(pk=run.project_id)
+        project = Project.objects.only("slug", "orchestrator_state", "last_completed_chapter",
+                                       "manual_cost_cap_usd").get(pk=run.project_id)
+    if run.batch_id is None and manual_budget_left(project) <= 0:
+        log.info("project %s: the batch started by hand stops after chapter %s, today's budget is spent",
+                 run.project_id, run.chapter)
+        return None
     try:
         # It refuses (raises) before it writes anything, so no savepoint is needed around it. The
         # run that just finished was the project's one active run (pipelinerun_one_active_per_project),

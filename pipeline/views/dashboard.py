@@ -22,6 +22,7 @@ from pipeline.selectors import (
     run_active,
     run_progress,
 )
+from pipeline.spending import llm_work_admit
 from pipeline.views.charts import bar_chart, line_chart
 from projects.errors import NovelsiteError
 from projects.permissions import Action
@@ -84,9 +85,11 @@ def _with_progress(project_id: int, work):
         cache.delete(progress_cache_key(project_id))
 
 
-def _act(request, slug: str, work, done: str):
+def _act(request, slug: str, work, done: str, *, makes_llm_work: bool = True):
     access = project_access(request, slug, Action.EDIT)
     try:
+        if makes_llm_work:
+            llm_work_admit(project=access.project, user=request.user)
         _with_progress(access.project.pk, lambda: work(access.project))
     except NovelsiteError as exc:
         flash_error(request, exc)
@@ -122,7 +125,7 @@ def pause_view(request, slug: str):
         run = run_active(project=project)
         if run is not None:
             run_cancel(run_id=run.pk, user=request.user)
-    return _act(request, slug, pause, _("Paused: the running step was stopped."))
+    return _act(request, slug, pause, _("Paused: the running step was stopped."), makes_llm_work=False)
 
 
 @login_required

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_POST
 from pipeline.gates import gate_answer_submit
 from pipeline.models import GateQuestion, GateStatus
 from pipeline.selectors import gates_open, run_active
+from pipeline.spending import llm_work_admit
 from projects.errors import NovelsiteError
 from projects.permissions import Action
 from projects.views.access import flash_error, page_context, project_access
@@ -65,6 +66,7 @@ def gate_answer(request, slug: str, question_id: int):
     if question is None:
         raise Http404(_("No such question."))
     try:
+        llm_work_admit(project=access.project, user=request.user)
         gate_answer_submit(question_id=question.pk, answers=answers_from_post(question, request.POST), user=request.user)
     except NovelsiteError as exc:
         flash_error(request, exc)
@@ -124,6 +126,7 @@ def plan_decide(request, slug: str):
     if decision == "regenerate" and request.POST.get("notes", "").strip():
         answers["notes"] = request.POST["notes"].strip()
     try:
+        llm_work_admit(project=access.project, user=request.user)
         gate_answer_submit(question_id=question.pk, answers=answers, user=request.user)
     except NovelsiteError as exc:
         flash_error(request, exc)

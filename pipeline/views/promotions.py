@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.promotion.platforms import PLATFORMS, STYLES
 from pipeline.promotion.run import STEPS, promotion_start, promotion_step_regenerate
+from pipeline.spending import llm_work_admit
 from projects.errors import NovelsiteError
 from projects.permissions import Action
 from projects.views.access import flash_error, page_context, project_access
@@ -36,6 +37,7 @@ def promotion_list(request, slug: str):
     access = project_access(request, slug, Action.EDIT if request.method == "POST" else Action.READ)
     if request.method == "POST":
         try:
+            llm_work_admit(project=access.project, user=request.user)
             run = promotion_start(project_id=access.project.pk, target=_target(request.POST),
                                   platform=request.POST.get("platform", "xiaohongshu"),
                                   style=request.POST.get("style", "casual"),
@@ -72,6 +74,7 @@ def promotion_regenerate(request, slug: str, run_id: int):
     if not PipelineRun.objects.filter(project=access.project, kind=RunKind.PROMOTION, pk=run_id).exists():
         raise Http404(_("No such promotion."))
     try:
+        llm_work_admit(project=access.project, user=request.user)
         promotion_step_regenerate(run_id=run_id, step=request.POST.get("step", ""), user=request.user)
     except NovelsiteError as exc:
         flash_error(request, exc)

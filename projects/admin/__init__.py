@@ -29,11 +29,12 @@ from projects.models import (
     WorldDoc,
     WorldRule,
 )
-from projects.permissions import PROJECT_SETTINGS_FIELDS, Action
+from projects.permissions import Action
 from projects.services.projects import (
     membership_is_last_owner,
     membership_remove,
     membership_set_role,
+    PROJECT_SETTINGS_FIELDS,
     project_create,
     project_update,
 )
@@ -108,7 +109,8 @@ class ProjectAdmin(ProjectScopedAdmin, admin.ModelAdmin):
         ("Storylines and relationships", {"fields": ["storyline_spec", "storylines_meta", "relationships"],
                                           "classes": ["collapse"]}),
         ("Autopilot and gates", {"fields": ["autopilot_enabled", "autopilot_chapters_per_night",
-                                            "autopilot_cost_cap_usd", "gate_settings", "stage_models"]}),
+                                            "autopilot_cost_cap_usd", "manual_cost_cap_usd", "gate_settings",
+                                            "stage_models"]}),
         ("Checkpoint (moved by the pipeline)", {"fields": [*CHECKPOINT_FIELDS, "checkpoint_extra"],
                                                 "classes": ["collapse"]}),
         (None, {"fields": ["created_at", "updated_at"]}),
@@ -120,7 +122,7 @@ class ProjectAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
         if obj is not None and not request_allows(request, obj.pk, Action.MANAGE):
-            fields += PROJECT_SETTINGS_FIELDS  # an editor changes the style, not the settings
+            fields += ["slug", *sorted(PROJECT_SETTINGS_FIELDS)]  # an editor changes the style, not the settings
         return fields
 
     def get_prepopulated_fields(self, request, obj=None):

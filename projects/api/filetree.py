@@ -15,6 +15,7 @@ from projects.filetree.source import read_zip
 from projects.models import Project
 from projects.permissions import Action
 from projects.selectors import project_get_for_member
+from projects.services.projects import project_quota_check
 
 
 class ProjectExportApi(APIView):
@@ -48,6 +49,8 @@ class ProjectImportApi(APIView):
         incoming.is_valid(raise_exception=True)
         data = incoming.validated_data
         slug = data.get("slug")
+        if not data["replace"]:  # replacing one's own project does not add one
+            project_quota_check(request.user)
         if data["replace"] and slug and Project.objects.filter(slug=slug).exists():
             project_get_for_member(user=request.user, slug=slug, action=Action.MANAGE)  # only its owner replaces it
         source = read_zip(data["file"])

@@ -13,7 +13,7 @@ from projects.models.project import BRIEF_MAX_CHARS
 from projects.permissions import Action
 from projects.selectors import project_access_for_member, projects_for_user
 from projects.serializer_fields import SchemaJSONSerializerField
-from projects.services.projects import project_create, project_settings_update
+from projects.services.projects import project_create, project_quota_check, project_settings_update
 
 # Paths under /api/projects/ that a project slug would shadow.
 RESERVED_SLUGS = frozenset({"import"})
@@ -29,7 +29,7 @@ class ProjectDetailApi(APIView):
             model = Project
             fields = ["slug", "title", "brief", "genre", "target_platform", "genre_drive_type",
                       "autopilot_enabled", "autopilot_chapters_per_night", "autopilot_cost_cap_usd",
-                      "gate_settings", "stage_models", "orchestrator_state", "pipeline_stage", "inflight_chapter",
+                      "manual_cost_cap_usd", "gate_settings", "stage_models", "orchestrator_state", "pipeline_stage", "inflight_chapter",
                       "last_completed_chapter", "current_volume", "created_at", "updated_at", "role"]
 
         def get_role(self, project) -> str:
@@ -45,6 +45,7 @@ class ProjectDetailApi(APIView):
         autopilot_chapters_per_night = serializers.IntegerField(required=False, min_value=0, max_value=50)
         autopilot_cost_cap_usd = serializers.DecimalField(required=False, max_digits=8, decimal_places=2,
                                                           min_value=0)
+        manual_cost_cap_usd = serializers.DecimalField(required=False, max_digits=8, decimal_places=2, min_value=0)
         gate_settings = SchemaJSONSerializerField(schema_name="GATE_SETTINGS", required=False)
         stage_models = SchemaJSONSerializerField(schema_name="STAGE_MODELS", required=False)
 
@@ -96,6 +97,7 @@ class ProjectListCreateApi(APIView):
     def post(self, request) -> Response:
         incoming = self.ProjectCreateInput(data=request.data)
         incoming.is_valid(raise_exception=True)
+        project_quota_check(request.user)
         project = project_create(owner=request.user, **incoming.validated_data)
         data = ProjectDetailApi.ProjectDetailOutput(project, context={"role": "owner"}).data
         return Response(data, status=status.HTTP_201_CREATED)

@@ -56,6 +56,7 @@ def _novelsite_settings(project: Project) -> dict[str, Any]:
         "autopilot": {"enabled": project.autopilot_enabled,
                       "chapters_per_night": project.autopilot_chapters_per_night,
                       "cost_cap_usd": str(project.autopilot_cost_cap_usd)},
+        "manual_cost_cap_usd": str(project.manual_cost_cap_usd),
         "gate_settings": project.gate_settings,
         "stage_models": project.stage_models,
         "volumes": volumes,

@@ -142,6 +142,7 @@ def _project_fields(tree: ParsedTree) -> dict[str, Any]:
         "autopilot_enabled": autopilot.get("enabled", False),
         "autopilot_chapters_per_night": autopilot.get("chapters_per_night", 3),
         "autopilot_cost_cap_usd": Decimal(autopilot.get("cost_cap_usd", "5.00")),
+        "manual_cost_cap_usd": Decimal(meta.get("manual_cost_cap_usd", "20.00")),
         "gate_settings": meta.get("gate_settings", {}), "stage_models": meta.get("stage_models", {}),
     }
 

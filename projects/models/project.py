@@ -104,6 +104,10 @@ class Project(models.Model):
     autopilot_cost_cap_usd = models.DecimalField(
         max_digits=8, decimal_places=2, default=Decimal("5.00"), validators=[MinValueValidator(Decimal("0"))]
     )
+    manual_cost_cap_usd = models.DecimalField(
+        max_digits=8, decimal_places=2, default=Decimal("20.00"), validators=[MinValueValidator(Decimal("0"))],
+        help_text="What runs started by hand may spend on LLM calls per day (USD); nightly batches have their own cap.",
+    )
     gate_settings = SchemaJSONField(schema_name="GATE_SETTINGS", default=dict, blank=True)
     stage_models = SchemaJSONField(schema_name="STAGE_MODELS", default=dict, blank=True)
 

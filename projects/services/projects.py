@@ -1,10 +1,12 @@
 """Creating projects and managing who belongs to them."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils.translation import gettext as _
 
-from projects.errors import InvalidData
+from projects.errors import InvalidData, NovelsiteError
 from projects.lock_objects import project_lock
 from projects.models import CHECKPOINT_FIELDS, Membership, Project, Role, StoryState
 from projects.services.editing import full_clean_or_raise
@@ -12,6 +14,26 @@ from projects.state_ops import empty_state
 
 
 @transaction.atomic
+class ProjectLimitReached(NovelsiteError):
+    """You own as many projects as one person may; delete one, or ask a staff member."""
+
+    code = "project_limit"
+    http_status = 403
+
+
+def project_quota_check(user: AbstractBaseUser) -> None:
+    """Before a person creates or imports a project: each one may start quick starts that cost LLM
+    calls, so a person owns at most ``NOVELSITE_SPENDING["max_projects_per_user"]`` (staff exempt)."""
+    if user.is_staff or user.is_superuser:
+        return
+    limit = settings.NOVELSITE_SPENDING["max_projects_per_user"]
+    owned = Membership.objects.filter(user=user, role=Role.OWNER).count()
+    if owned >= limit:
+        raise ProjectLimitReached(
+            _("You already own %(owned)d projects, the most one person may own here (%(limit)d).")
+            % {"owned": owned, "limit": limit}, extra={"owned": owned, "limit": limit})
+
+
 def project_create(*, owner: AbstractBaseUser | None, slug: str, title: str, **fields) -> Project:
     """A new project in INIT with an empty state; ``owner`` becomes its owner."""
     project = Project(slug=slug, title=title, **fields)
@@ -69,7 +91,7 @@ def membership_is_last_owner(membership: Membership) -> bool:
 
 PROJECT_SETTINGS_FIELDS = frozenset({
     "title", "brief", "genre", "target_platform", "genre_drive_type", "autopilot_enabled",
-    "autopilot_chapters_per_night", "autopilot_cost_cap_usd", "gate_settings", "stage_models",
+    "autopilot_chapters_per_night", "autopilot_cost_cap_usd", "manual_cost_cap_usd", "gate_settings", "stage_models",
 })
 
 

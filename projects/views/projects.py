@@ -24,6 +24,7 @@ from projects.services.projects import (
     membership_remove,
     membership_set_role,
     project_create,
+    project_quota_check,
     project_settings_update,
 )
 from projects.views.access import flash_error, page_context, project_access
@@ -54,6 +55,7 @@ def project_create_view(request):
     form = ProjectCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
+            project_quota_check(request.user)
             project = project_create(owner=request.user, **form.cleaned_data)
         except NovelsiteError as exc:
             form.add_error(None, exc.message)
@@ -69,10 +71,13 @@ def project_import_view(request):
     form = ProjectImportForm(request.POST, request.FILES)
     if form.is_valid():
         try:
+            project_quota_check(request.user)
             report = tree_import(read_zip(form.cleaned_data["archive"]), slug=form.cleaned_data["slug"] or None,
                                  owner=request.user)
         except TreeError as exc:
             form.add_error(None, str(exc))
+        except NovelsiteError as exc:
+            form.add_error(None, exc.message)
         else:
             messages.success(request, _("Imported %(files)d files.") % {"files": report.files})
             return redirect("dashboard", slug=report.project.slug)
@@ -127,6 +132,9 @@ class ProjectSettingsForm(forms.Form):
     autopilot_chapters_per_night = forms.IntegerField(label=gettext_lazy("Chapters per night"), min_value=0, max_value=50)
     autopilot_cost_cap_usd = forms.DecimalField(label=gettext_lazy("Cost cap per night (USD)"), min_value=0,
                                                 max_digits=8, decimal_places=2)
+    manual_cost_cap_usd = forms.DecimalField(
+        label=gettext_lazy("Cost cap per day for work started by hand (USD)"), min_value=0, max_digits=8,
+        decimal_places=2)
     stage_models = forms.CharField(label=gettext_lazy("Model per stage (JSON)"), widget=forms.Textarea(attrs={"rows": 4}),
                                    required=False)
     gate_settings = forms.CharField(label=gettext_lazy("Gate thresholds (JSON)"), widget=forms.Textarea(attrs={"rows": 4}),
@@ -147,7 +155,7 @@ class ProjectSettingsForm(forms.Form):
 
 
 SETTINGS_FIELDS = ("title", "brief", "autopilot_enabled", "autopilot_chapters_per_night", "autopilot_cost_cap_usd",
-                   "stage_models", "gate_settings")
+                   "manual_cost_cap_usd", "stage_models", "gate_settings")
 
 
 @login_required
