@@ -24,10 +24,11 @@ $(VENV)/.installed: pyproject.toml
 migrate: venv
 	@$(PY) manage.py migrate --noinput -v0
 
-# The demo: embedded defaults (SQLite file, eager Celery, offline LLM): load the demo novel, write
-# its next 3 chapters, export the book as a canonical tree, show its status.
+# The demo: embedded defaults (SQLite file, eager Celery, offline LLM): load the demo novel (afresh,
+# so that a second run writes the same chapters again), write its first 3 chapters, export the book
+# as a canonical tree, show its status.
 demo: migrate
-	@$(PY) manage.py novel demo
+	@$(PY) manage.py novel demo --reset
 	@$(PY) manage.py novel write demo --chapters 3
 	@rm -rf demo-export && $(PY) manage.py novel export demo demo-export
 	@$(PY) manage.py novel status demo

@@ -838,3 +838,13 @@ def test_a_batch_started_by_hand_stops_before_its_next_chapter_once_the_days_bud
     project.refresh_from_db()
     assert project.last_completed_chapter == 1
     assert list(PipelineRun.objects.filter(project=project).values_list("chapter", "status")) == [(1, RunStatus.DONE)]
+
+
+def test_the_demo_runs_twice_in_a_row_like_make_demo():
+    """``make demo`` = ``novel demo --reset`` then ``novel write demo --chapters 3``, twice."""
+    for _ in range(2):
+        call_command("novel", "demo", "--reset", stdout=io.StringIO())
+        call_command("novel", "write", "demo", "--chapters", "3", stdout=io.StringIO())
+        project = Project.objects.get(slug="demo")
+        assert project.last_completed_chapter == 3
+    assert Project.objects.filter(slug="demo").count() == 1

@@ -34,6 +34,8 @@ class Command(BaseCommand):
         sub = parser.add_subparsers(dest="subcommand", required=True)
         demo = sub.add_parser("demo", help="Create the demo novel (idempotent).")
         demo.add_argument("--owner", help="Username to make owner (created if missing, without a password).")
+        demo.add_argument("--reset", action="store_true",
+                          help="Delete the demo novel first (what was written in it is lost), so it starts over.")
         status = sub.add_parser("status", help="Show a project's checkpoint and progress.")
         status.add_argument("project", nargs="?", default=SAMPLE_SLUG, help="Project slug (default: demo).")
         write = sub.add_parser("write", help="Write the next chapters (through the queue when a broker is set).")
@@ -123,6 +125,10 @@ class Command(BaseCommand):
         owner = None
         if options.get("owner"):
             owner, _ = get_user_model().objects.get_or_create(username=options["owner"])
+        if options.get("reset"):
+            deleted, _ = Project.objects.filter(slug=SAMPLE_SLUG).delete()
+            if deleted and not options["json"]:
+                self.stdout.write(f"The earlier demo novel ({SAMPLE_SLUG}) was deleted.")
         project = sample_project_create(owner=owner)
         if not options["json"]:
             self.stdout.write(self.style.SUCCESS(f"Demo project ready: {project.title} ({project.slug})"))
