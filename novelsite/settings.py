@@ -46,6 +46,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "novelsite.edge_guards.NulRefusedMiddleware",  # NUL in the path or query: 400 before any lookup
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -55,6 +56,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    "novelsite.edge_guards.NovelsiteErrorMiddleware",  # an application error in a web view: 4xx page, not 500
 ]
 
 ROOT_URLCONF = "novelsite.urls"
@@ -170,6 +172,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "projects.api_errors.novelsite_exception_handler",
+    # JSON bodies nested at most 64 levels, without NUL or unpaired surrogates (else 400 parse_error).
+    "DEFAULT_PARSER_CLASSES": [
+        "projects.api.parsers.CheckedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Actions that start LLM work (write, advance, retry, rewrite, answer, approve) carry the "llm"
     # scope (projects/api/throttles.py reads the rate at request time, so tests can change it).
     "DEFAULT_THROTTLE_RATES": {"llm": env.str("NOVELSITE_API_LLM_RATE", default="30/hour")},

@@ -7,6 +7,11 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from novelsite.views import healthz
 
+# /api/ answers in its JSON error shape, the web pages with Django's error pages (never a traceback)
+handler400 = "novelsite.error_views.bad_request"
+handler404 = "novelsite.error_views.page_not_found"
+handler500 = "novelsite.error_views.server_error"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     # browsers ask for /favicon.ico on every page, the admin's included

@@ -21,6 +21,7 @@ from projects.filetree.export import export_to_path
 from projects.filetree.importer import tree_import
 from projects.filetree.source import read_tree
 from projects.models import Project
+from projects.query_params import plain_int
 from projects.sample_project import SAMPLE_SLUG, sample_project_create
 from projects.selectors import project_status
 
@@ -319,10 +320,10 @@ class Command(BaseCommand):
 
         project = self._project(options["project"])
         if options.get("chapters"):
-            first, _, last = options["chapters"].partition("-")
-            if not (first.isdigit() and last.isdigit()):
+            first, _, last = (plain_int(part) for part in options["chapters"].partition("-"))
+            if first is None or last is None:
                 raise CommandError("--chapters: a range like 3-5", returncode=2)
-            target = {"chapters": [int(first), int(last)]}
+            target = {"chapters": [first, last]}
         else:
             target = {"chapter": options["chapter"]} if options.get("chapter") else {"volume": options["volume"]}
         run = promotion_start(project_id=project.pk, target=target, platform=options["platform"],
