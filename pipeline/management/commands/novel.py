@@ -368,6 +368,10 @@ class Command(BaseCommand):
         status = project_status(project=project)
         data = asdict(status)
         data["project"] = {"slug": project.slug, "title": project.title}
+        from pipeline.selectors import project_error
+
+        error = project_error(project=project)  # ERROR_RETRY's cause; None in any other state
+        data["error"] = asdict(error) if error else None
         if not options["json"]:
             self._print_status(data)
         return data
@@ -378,6 +382,14 @@ class Command(BaseCommand):
         write(f"{data['project']['title']} ({data['project']['slug']})")
         write(f"  state:      {cp['orchestrator_state']}  stage: {cp['pipeline_stage'] or 'idle'}"
               f"  inflight: {cp['inflight_chapter'] or '-'}")
+        if data["error"]:
+            error = data["error"]
+            where = ", ".join(filter(None, [f"run {error['run_id']}" if error["run_id"] else "",
+                                            error["run_kind"], f"chapter {error['chapter']}" if error["chapter"] else "",
+                                            error["at"]]))
+            write(self.style.ERROR(f"  error:      {error['stage'] + ': ' if error['stage'] else ''}{error['error']}"
+                                   + (f" ({where})" if where else "")))
+            write("              retry: manage.py novel advance " + data["project"]["slug"])
         write(f"  volume:     {cp['current_volume']}  last completed chapter: {cp['last_completed_chapter']}")
         write(f"  chapters:   {data['chapters']} ({data['words']} 字)  active characters: {data['characters_active']}")
         write(f"  state:      v{data['state_version']}")
