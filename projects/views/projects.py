@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
-from projects.errors import InvalidData, NovelsiteError
+from projects.errors import InvalidData, NovelsiteError, SlugUnavailable
 from projects.filetree.importer import tree_import
 from projects.filetree.source import read_zip
 from projects.filetree.errors import TreeError
@@ -57,6 +57,8 @@ def project_create_view(request):
     if request.method == "POST" and form.is_valid():
         try:
             project = project_create(owner=request.user, **form.cleaned_data)
+        except SlugUnavailable as exc:
+            form.add_error("slug", exc.message)
         except NovelsiteError as exc:
             form.add_error(None, exc.message)
         else:

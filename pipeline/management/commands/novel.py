@@ -159,7 +159,7 @@ class Command(BaseCommand):
             if owner is None:
                 raise CommandError(f"No user {options['owner']!r}.", returncode=2)
         report = tree_import(read_tree(options["source"]), slug=options.get("slug"), owner=owner,
-                             replace=options["replace"])
+                             replace=options["replace"], operator=True)
         data = {"project": report.project.slug, "files": report.files, "kept": report.kept,
                 "skipped": report.skipped, "warnings": report.warnings}
         if not options["json"]:
