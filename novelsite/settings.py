@@ -280,6 +280,12 @@ if MAILERS["default"]["BACKEND"] == "django.core.mail.backends.smtp.EmailBackend
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="novelsite@localhost")
 EMAIL_SUBJECT_PREFIX = env.str("EMAIL_SUBJECT_PREFIX", default="[Novelsite] ")
 
+# --- Sign-in throttling (novelsite/login_throttle.py; counters in CACHES) -------------------------
+NOVELSITE_LOGIN_MAX_FAILURES_PER_ACCOUNT = env.int("NOVELSITE_LOGIN_MAX_FAILURES_PER_ACCOUNT", default=5)
+NOVELSITE_LOGIN_MAX_FAILURES_PER_ADDRESS = env.int("NOVELSITE_LOGIN_MAX_FAILURES_PER_ADDRESS", default=20)
+NOVELSITE_LOGIN_FAILURE_WINDOW = env.int("NOVELSITE_LOGIN_FAILURE_WINDOW", default=15 * 60)
+NOVELSITE_LOGIN_LOCKOUT_SECONDS = env.int("NOVELSITE_LOGIN_LOCKOUT_SECONDS", default=15 * 60)
+
 # --- Novelsite ---------------------------------------------------------------------------------
 NOVELSITE_REQUIRE_SERVICES = env.bool("REQUIRE_SERVICES", default=False)
 
