@@ -580,13 +580,13 @@ def test_viewer_who_edits_elsewhere_cannot_move_a_row_through_history(novels, ow
     assert (after.project_id, after.slug, after.version) == (character.project_id, character.slug, character.version)
 
 
-@pytest.mark.parametrize("model", [Character, Chapter, WorldDoc, Project], ids=lambda m: m.__name__)
-@pytest.mark.parametrize("view", ["history", "simple_history"])
+@pytest.mark.parametrize(("model", "view"), [
+    *((m, v) for m in (Character, Chapter, WorldDoc) for v in ("history", "simple_history")),
+    (Project, "history"),  # Django's own history page; projects keep no simple_history versions
+], ids=lambda value: getattr(value, "__name__", value))
 def test_history_of_another_projects_object_looks_like_a_missing_id(novels, owner_client, model, view):
     """#15 item 8: another project's history page was a 403 where a missing id redirects, which told
     a stranger that the id exists. Both are now the admin's "does not exist" redirect."""
-    if view == "simple_history" and model is Project:
-        pytest.skip("projects keep no simple_history versions")
     theirs = novels.b[model]
     missing_pk = 999_999_999
     if view == "history":
