@@ -46,6 +46,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "novelsite.edge_guards.NulRefusedMiddleware",  # NUL in the path or query: 400 before any lookup
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -55,6 +56,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    "novelsite.edge_guards.NovelsiteErrorMiddleware",  # an application error in a web view: 4xx page, not 500
 ]
 
 ROOT_URLCONF = "novelsite.urls"
@@ -170,6 +172,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "projects.api_errors.novelsite_exception_handler",
+    # JSON bodies nested at most 64 levels, without NUL or unpaired surrogates (else 400 parse_error).
+    "DEFAULT_PARSER_CLASSES": [
+        "projects.api.parsers.CheckedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 # What LLM work people may start, on the API and the web pages alike (pipeline/spending.py): a rate
 # per person and per project, how many runs of one project may work at once (promotions included),
@@ -278,6 +286,12 @@ if MAILERS["default"]["BACKEND"] == "django.core.mail.backends.smtp.EmailBackend
     }
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="novelsite@localhost")
 EMAIL_SUBJECT_PREFIX = env.str("EMAIL_SUBJECT_PREFIX", default="[Novelsite] ")
+
+# --- Sign-in throttling (novelsite/login_throttle.py; counters in CACHES) -------------------------
+NOVELSITE_LOGIN_MAX_FAILURES_PER_ACCOUNT = env.int("NOVELSITE_LOGIN_MAX_FAILURES_PER_ACCOUNT", default=5)
+NOVELSITE_LOGIN_MAX_FAILURES_PER_ADDRESS = env.int("NOVELSITE_LOGIN_MAX_FAILURES_PER_ADDRESS", default=20)
+NOVELSITE_LOGIN_FAILURE_WINDOW = env.int("NOVELSITE_LOGIN_FAILURE_WINDOW", default=15 * 60)
+NOVELSITE_LOGIN_LOCKOUT_SECONDS = env.int("NOVELSITE_LOGIN_LOCKOUT_SECONDS", default=15 * 60)
 
 # --- Novelsite ---------------------------------------------------------------------------------
 NOVELSITE_REQUIRE_SERVICES = env.bool("REQUIRE_SERVICES", default=False)

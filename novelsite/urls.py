@@ -5,7 +5,15 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from novelsite.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 from novelsite.views import healthz
+
+admin.site.login_form = ThrottledAdminAuthenticationForm  # failed sign-ins are counted and locked out
+
+# /api/ answers in its JSON error shape, the web pages with Django's error pages (never a traceback)
+handler400 = "novelsite.error_views.bad_request"
+handler404 = "novelsite.error_views.page_not_found"
+handler500 = "novelsite.error_views.server_error"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
@@ -20,7 +28,7 @@ urlpatterns = [
     path("api/", include("pipeline.urls")),
     path("api/", include("pipeline.promotion.urls")),
     # web pages (templates/): log in and out, the language switch, story pages, pipeline pages
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("", include("projects.urls")),

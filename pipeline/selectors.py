@@ -13,8 +13,17 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from pipeline.progress import progress_cache_key
-from pipeline.models import ACTIVE_RUN_STATUSES, GateQuestion, GateStatus, PipelineRun, RunKind, StageRun
-from projects.models import Evaluation, Project
+from pipeline.models import (
+    ACTIVE_RUN_STATUSES,
+    GateQuestion,
+    GateStatus,
+    PipelineRun,
+    RunKind,
+    RunStatus,
+    StageRun,
+    StateTransition,
+)
+from projects.models import Evaluation, OrchestratorState, Project
 
 CHART_CHAPTERS = 60  # the charts show the latest chapters; older ones are in the chapter list
 CHAPTER_STAGES = ("draft", "summarize", "refine", "judge", "commit")
@@ -126,6 +135,40 @@ def run_active(*, project: Project) -> PipelineRun | None:
     """The run moving the book now (promotion runs aside), without its blackboard."""
     return (PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES)
             .exclude(kind=RunKind.PROMOTION).defer("blackboard", "context").first())
+
+
+@dataclass(frozen=True)
+class ProjectError:
+    """Why a project is in ERROR_RETRY: the failed run's cause as ``run_mark_error`` stored it in
+    the run's control zone (``error_retry``: stage, error, at), or, with no such run (cancelled,
+    or the checkpoint was imported), the reason of the move into ERROR_RETRY."""
+
+    error: str
+    stage: str = ""
+    at: str = ""
+    run_id: int | None = None
+    run_kind: str = ""
+    chapter: int | None = None
+
+
+def project_error(*, project: Project) -> ProjectError | None:
+    """None unless the project is in ERROR_RETRY; at most two queries."""
+    if project.orchestrator_state != OrchestratorState.ERROR_RETRY:
+        return None
+    run = (PipelineRun.objects.filter(project=project, status=RunStatus.ERROR).exclude(kind=RunKind.PROMOTION)
+           .only("pk", "kind", "chapter", "stage", "error", "blackboard", "updated_at").order_by("-pk").first())
+    if run is not None:
+        cause = (run.blackboard.get("control") or {}).get("error_retry") or {}
+        return ProjectError(error=cause.get("error") or run.error or "(no cause recorded)",
+                            stage=cause.get("stage") or run.stage, run_id=run.pk, run_kind=run.kind,
+                            chapter=run.chapter,
+                            at=cause.get("at") or run.updated_at.isoformat(timespec="seconds"))
+    move = (StateTransition.objects.filter(project=project, to_state=OrchestratorState.ERROR_RETRY)
+            .order_by("-created_at", "-pk").first())
+    if move is None:
+        return ProjectError(error="(no cause recorded)")
+    return ProjectError(error=move.reason or "(no cause recorded)", run_id=move.run_id,
+                        at=move.created_at.isoformat(timespec="seconds"))
 
 
 def runs_recent(*, project: Project, chapter: int | None = None, limit: int = 30) -> list[PipelineRun]:

@@ -48,3 +48,10 @@ class NotFound(NovelsiteError):
 
     code = "not_found"
     http_status = 404
+
+
+class SlugUnavailable(InvalidData):
+    """This short name (slug) is not available; choose another one."""
+
+    code = "invalid"
+    http_status = 400

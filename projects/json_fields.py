@@ -20,13 +20,14 @@ from django_jsonform.widgets import JSONFormWidget
 
 from projects import json_editor, schemas
 from projects.errors import InvalidData
+from projects.json_input import json_problem
 from projects.json_validation import json_issues, validate_json
 
 
 class PostedJSONMixin:
     """``forms.JSONField`` parsing with the cases it lets through refused as form errors: JSON nested
-    too deep for the parser (a RecursionError, so a 500), NUL characters (PostgreSQL cannot store
-    them), and a blank textarea taken for malformed JSON."""
+    too deep (``projects.json_input``: a RecursionError further on, so a 500), text PostgreSQL cannot
+    store (NUL characters), and a blank textarea taken for malformed JSON."""
 
     def to_python(self, value: Any) -> Any:
         if isinstance(value, str) and not value.strip():
@@ -35,9 +36,10 @@ class PostedJSONMixin:
             parsed = super().to_python(value)
         except RecursionError:
             raise ValidationError("This JSON is nested too deeply.", code="invalid") from None
-        if _has_nul(parsed):
-            raise ValidationError("This JSON contains a NUL character (\\u0000), which cannot be stored.",
-                                  code="invalid")
+        problem = json_problem(parsed)
+        if problem:
+            raise ValidationError(f"This JSON cannot be stored: it is {problem}." if problem.startswith("nested")
+                                  else f"This JSON cannot be stored: it {problem}.", code="invalid")
         return parsed
 
     def bound_data(self, data: Any, initial: Any) -> Any:
@@ -46,15 +48,6 @@ class PostedJSONMixin:
         except RecursionError:  # shown back as the text that was posted, with the error above it
             return forms.fields.InvalidJSONInput(data)
 
-
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_nul(v) for v in value)
-    return False
 
 
 class SchemaFormField(PostedJSONMixin, JSONFormField):

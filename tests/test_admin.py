@@ -580,13 +580,31 @@ def test_viewer_who_edits_elsewhere_cannot_move_a_row_through_history(novels, ow
     assert (after.project_id, after.slug, after.version) == (character.project_id, character.slug, character.version)
 
 
-@pytest.mark.parametrize("view", ["history", "simple_history"])
-def test_non_member_cannot_read_history_of_other_project(novels, owner_client, view):
-    character = novels.b[Character]
-    args = (character.pk,) if view == "history" else (character.pk, character.history.first().history_id)
-    response = owner_client.get(admin_url(Character, view, *args))
-    assert response.status_code in (302, 403)
-    assert character.profile not in response.content.decode()
+@pytest.mark.parametrize(("model", "view"), [
+    *((m, v) for m in (Character, Chapter, WorldDoc) for v in ("history", "simple_history")),
+    (Project, "history"),  # Django's own history page; projects keep no simple_history versions
+], ids=lambda value: getattr(value, "__name__", value))
+def test_history_of_another_projects_object_looks_like_a_missing_id(novels, owner_client, model, view):
+    """#15 item 8: another project's history page was a 403 where a missing id redirects, which told
+    a stranger that the id exists. Both are now the admin's "does not exist" redirect."""
+    theirs = novels.b[model]
+    missing_pk = 999_999_999
+    if view == "history":
+        urls = [admin_url(model, view, theirs.pk), admin_url(model, view, missing_pk)]
+    else:
+        version = theirs.history.first().history_id
+        urls = [admin_url(model, view, theirs.pk, version), admin_url(model, view, missing_pk, version)]
+    responses = [owner_client.get(url, follow=True) for url in urls]
+    for response in responses:
+        assert response.redirect_chain == [(reverse("admin:index"), 302)]
+        assert str(theirs) not in response.content.decode() and "beta" not in response.content.decode()
+    messages = [[str(m).replace(str(theirs.pk), "ID") for m in r.context["messages"]] for r in responses]
+    assert messages[0] == [m.replace(str(missing_pk), "ID") for m in messages[1]]
+
+
+def test_history_of_your_own_object_is_still_shown(novels, owner_client):
+    character = novels.a[Character]
+    assert owner_client.get(admin_url(Character, "history", character.pk)).status_code == 200
 
 
 # --- Form classes do not share state between requests ---------------------------------------------

@@ -23,6 +23,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
+from django.test import Client
 from rest_framework.test import APIClient
 
 from pipeline.models import PipelineRun
@@ -58,6 +59,7 @@ from projects.models import (
 from projects.sample_project import sample_project_create
 from projects.services.editing import story_object_create, story_object_update
 from projects.services.story_state import story_state_apply_patch
+from projects.slugs import slug_not_available_message
 
 pytestmark = pytest.mark.django_db
 
@@ -753,7 +755,7 @@ def test_duplicate_slug_without_replace_is_refused():
     before = snapshot_db_counts()
     with pytest.raises(TreeError) as caught:
         tree_import(read_tree(CLI_TREE), slug="wucheng")
-    assert caught.value.path == "wucheng" and "exists" in caught.value.reason
+    assert caught.value.path == "wucheng" and caught.value.reason == slug_not_available_message()
     assert snapshot_db_counts() == before
 
 
@@ -1076,12 +1078,33 @@ def test_upload_over_the_settings_limit_gets_400(make_user, settings):
 
 @pytest.mark.parametrize("explicit_slug", [True, False], ids=["slug-given", "slug-from-tree"])
 def test_replacing_someone_elses_project_is_refused(full_project, make_user, explicit_slug):
+    """Refused with the words a reserved slug gets (#15 item 8): not a 404 that says it exists."""
     before_files = tree_of(full_project)
     fields = {"replace": "true", **({"slug": FULL_SLUG} if explicit_slug else {})}
-    response = _upload(_client(make_user("mallory")), zip_bytes_of(full_project), **fields)
-    assert response.status_code == 404
+    mallory = _client(make_user("mallory"))
+    response = _upload(mallory, zip_bytes_of(full_project), **fields)
+    reserved = _upload(mallory, zip_of(cli_files()).getvalue(), slug="import")
+    assert response.status_code == reserved.status_code == 400
+    assert response.json()["code"] == reserved.json()["code"] == "invalid_tree"
+    assert response.json()["extra"]["reason"] == reserved.json()["extra"]["reason"]
+    assert "exist" not in response.json()["message"]
     survivor = Project.objects.get(slug=FULL_SLUG)
     assert survivor.pk == full_project.pk and tree_of(survivor) == before_files
+
+
+@pytest.mark.parametrize("replace", ["false", "true"])
+def test_a_stranger_importing_onto_a_taken_slug_hears_what_a_reserved_slug_hears(full_project, make_user, replace):
+    mallory = _client(make_user("mallory"))
+    taken = _upload(mallory, zip_of(cli_files()).getvalue(), slug=FULL_SLUG, replace=replace)
+    reserved = _upload(mallory, zip_of(cli_files()).getvalue(), slug="import", replace=replace)
+    assert taken.status_code == reserved.status_code == 400
+    assert taken.json()["extra"]["reason"] == reserved.json()["extra"]["reason"]
+    web = Client()
+    web.force_login(make_user("mona"))
+    page = web.post("/import/", {"archive": SimpleUploadedFile("n.zip", zip_of(cli_files()).getvalue()),
+                                 "slug": FULL_SLUG})
+    assert page.status_code == 200 and taken.json()["extra"]["reason"] in page.content.decode()
+    assert Project.objects.get(slug=FULL_SLUG).pk == full_project.pk
 
 
 def test_a_viewer_cannot_replace_the_project(full_project, make_user):

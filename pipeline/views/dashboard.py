@@ -26,6 +26,7 @@ from pipeline.spending import llm_work_admit
 from pipeline.views.charts import bar_chart, line_chart
 from projects.errors import NovelsiteError
 from projects.permissions import Action
+from projects.query_params import plain_int
 from projects.selectors import project_status
 from projects.views.access import flash_error, page_context, project_access
 
@@ -109,10 +110,7 @@ def advance_view(request, slug: str):
 @login_required
 @require_POST
 def write_view(request, slug: str):
-    try:
-        count = max(1, min(MAX_CHAPTERS_PER_CLICK, int(request.POST.get("count", "1"))))
-    except ValueError:
-        count = 1
+    count = max(1, min(MAX_CHAPTERS_PER_CLICK, plain_int(request.POST.get("count", "1")) or 1))
     return _act(request, slug, lambda p: chapter_run_start(project_id=p.pk, user=request.user,
                                                            batch_remaining=count - 1),
                 _("Writing has started."))

@@ -15,6 +15,7 @@ from pipeline.promotion.run import STEPS, promotion_start, promotion_step_regene
 from pipeline.spending import llm_work_admit
 from projects.errors import NovelsiteError
 from projects.permissions import Action
+from projects.query_params import plain_int
 from projects.views.access import flash_error, page_context, project_access
 
 LIST_LIMIT = 30
@@ -25,11 +26,10 @@ def _target(post) -> dict:
     ``promotion_start`` (InvalidData) with the reason."""
     kind, value = post.get("target_kind", "chapter"), (post.get("target") or "").strip()
     if kind == "chapters" and "-" in value:
-        first, _sep, last = value.partition("-")
-        return {"chapters": [int(first), int(last)]} if first.strip().isdigit() and last.strip().isdigit() else {}
-    if value.isdigit():
-        return {"volume" if kind == "volume" else "chapter": int(value)}
-    return {}
+        first, _sep, last = (plain_int(part) for part in value.partition("-"))
+        return {"chapters": [first, last]} if first is not None and last is not None else {}
+    number = plain_int(value)
+    return {"volume" if kind == "volume" else "chapter": number} if number is not None else {}
 
 
 @login_required

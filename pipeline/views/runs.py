@@ -10,14 +10,15 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from pipeline.selectors import run_detail, runs_recent
+from projects.query_params import query_int
 from projects.views.access import page_context, project_access
 
 
 @login_required
 def run_list(request, slug: str):
     access = project_access(request, slug)
-    chapter = request.GET.get("chapter", "")
-    runs = runs_recent(project=access.project, chapter=int(chapter) if chapter.isdigit() else None)
+    chapter = query_int(request.GET, "chapter")  # a malformed number: 404 (NovelsiteErrorMiddleware)
+    runs = runs_recent(project=access.project, chapter=chapter)
     return render(request, "pipeline/runs.html", page_context(access, runs=runs, chapter=chapter))
 
 

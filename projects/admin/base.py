@@ -12,7 +12,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import models
 from django.http import HttpRequest
 from simple_history.admin import SimpleHistoryAdmin
@@ -159,7 +159,37 @@ class VersionedStoryAdmin(ProjectScopedAdmin, SimpleHistoryAdmin):
         form_class.base_fields["base_version"] = base_version
         return form_class
 
+    def _history_refusal(self, request, object_id: str):
+        """As the change view answers: 403 for someone who may not see this model at all (whatever the
+        id), the "does not exist" redirect for an id outside the user's projects or missing."""
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        if self._history_hidden(request, object_id):
+            return self._get_obj_does_not_exist_redirect(request, self.model._meta, object_id)
+        return None
+
+    def _history_hidden(self, request, object_id: str) -> bool:
+        """simple_history finds an object's history outside ``get_queryset`` (so that a deleted
+        object's history can be seen), then answers 403 for another project's object where a
+        missing id is a 404: that tells a stranger the id exists. Hidden unless the object, or
+        the latest historical record of a deleted one, belongs to a project the user may read."""
+        try:
+            if self.get_queryset(request).filter(pk=object_id).exists():
+                return False
+            history = getattr(self.model, self.model._meta.simple_history_manager_attribute)
+            latest = history.filter(**{self.model._meta.pk.attname: object_id}).order_by("-history_date").first()
+        except (ValueError, ValidationError):  # not an id of this model at all
+            return True
+        return latest is None or not self.has_view_permission(request, latest.instance)
+
+    def history_view(self, request, object_id, extra_context=None):
+        refusal = self._history_refusal(request, unquote(object_id))
+        return refusal or super().history_view(request, object_id, extra_context)
+
     def history_form_view(self, request, object_id, version_id, extra_context=None):
+        refusal = self._history_refusal(request, unquote(object_id))
+        if refusal:
+            return refusal
         # simple_history checks only the view permission, also for the POST that reverts: a revert is
         # a change and needs the change permission on the current row.
         if request.method == "POST":

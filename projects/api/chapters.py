@@ -13,6 +13,7 @@ from projects.api.strict import StrictInput
 from projects.errors import NotFound
 from projects.models import ChapterLog, Evaluation
 from projects.permissions import Action
+from projects.query_params import query_int
 from projects.selectors import chapter_get_for_project, chapter_list_for_project, project_get_for_member
 from projects.services.editing import chapter_update
 
@@ -40,11 +41,9 @@ class ChapterListApi(APIView):
     def get(self, request, slug: str) -> Response:
         project = project_get_for_member(user=request.user, slug=slug, action=Action.READ)
         chapters = chapter_list_for_project(project=project)
-        volume = request.query_params.get("volume")
+        volume = query_int(request.query_params, "volume")
         if volume is not None:
-            if not volume.isdigit() or len(volume) > 9:
-                raise NotFound("No such volume.")
-            chapters = chapters.filter(volume__number=int(volume))
+            chapters = chapters.filter(volume__number=volume)
         return paginated(self, chapters, self.ChapterListOutput)
 
 

@@ -9,6 +9,8 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from projects.errors import NotFound
+from projects.filetree.errors import TreeError
 from projects.filetree.export import zip_stream
 from projects.filetree.importer import tree_import
 from projects.filetree.source import read_zip
@@ -16,6 +18,7 @@ from projects.models import Project
 from projects.permissions import Action
 from projects.selectors import project_get_for_member
 from projects.services.projects import project_quota_check
+from projects.slugs import slug_not_available_message
 
 
 class ProjectExportApi(APIView):
@@ -51,13 +54,20 @@ class ProjectImportApi(APIView):
         slug = data.get("slug")
         if not data["replace"]:  # replacing one's own project does not add one
             project_quota_check(request.user)
-        if data["replace"] and slug and Project.objects.filter(slug=slug).exists():
-            project_get_for_member(user=request.user, slug=slug, action=Action.MANAGE)  # only its owner replaces it
+
+        def may_replace(existing: Project) -> None:
+            """Only its owner replaces a project. Someone who cannot see it hears what they would
+            hear without ``replace``: the slug is not available (not a 404 that says it exists)."""
+            try:
+                project_get_for_member(user=request.user, slug=existing.slug, action=Action.MANAGE)
+            except NotFound:
+                raise TreeError(existing.slug, slug_not_available_message()) from None
+
+        existing = Project.objects.filter(slug=slug).first() if data["replace"] and slug else None
+        if existing is not None:  # before reading the upload; again in tree_import for a slug from the tree
+            may_replace(existing)
         source = read_zip(data["file"])
         source.name = source.name or data["file"].name.rsplit(".", 1)[0]
-
-        def may_replace(existing: Project) -> None:  # also when the slug comes from the tree, not the form
-            project_get_for_member(user=request.user, slug=existing.slug, action=Action.MANAGE)
 
         report = tree_import(source, slug=slug, owner=request.user, replace=data["replace"], may_replace=may_replace)
         output = {"slug": report.project.slug, "title": report.project.title, "files": report.files,

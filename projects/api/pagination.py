@@ -2,6 +2,8 @@
 same number of queries at 5 chapters and at 500."""
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
@@ -11,6 +13,20 @@ class NovelsiteCursorPagination(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 200
     ordering = "pk"
+
+    def decode_cursor(self, request):
+        cursor = super().decode_cursor(request)  # NotFound for what is not base64 of "o=&r=&p="
+        if cursor is not None and cursor.position is not None and "\x00" in cursor.position:
+            raise NotFound(self.invalid_cursor_message)
+        return cursor
+
+    def paginate_queryset(self, queryset, request, view=None):
+        # A well-formed cursor can still carry a position its ordering field refuses ("p=abc" for a
+        # number): Django raises while building the filter. That is an invalid cursor too (404).
+        try:
+            return super().paginate_queryset(queryset, request, view)
+        except (ValueError, ValidationError):
+            raise NotFound(self.invalid_cursor_message) from None
 
 
 def cursor_by(field: str) -> type[NovelsiteCursorPagination]:

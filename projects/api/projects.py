@@ -15,9 +15,6 @@ from projects.selectors import project_access_for_member, projects_for_user
 from projects.serializer_fields import SchemaJSONSerializerField
 from projects.services.projects import project_create, project_quota_check, project_settings_update
 
-# Paths under /api/projects/ that a project slug would shadow.
-RESERVED_SLUGS = frozenset({"import"})
-
 
 class ProjectDetailApi(APIView):
     """GET: a project's settings and checkpoint (any member). PATCH: its settings (owner)."""
@@ -82,11 +79,6 @@ class ProjectListCreateApi(APIView):
         genre = serializers.CharField(required=False, allow_blank=True, max_length=40)
         target_platform = serializers.CharField(required=False, allow_blank=True, max_length=40)
         genre_drive_type = serializers.ChoiceField(required=False, allow_blank=True, choices=GenreDriveType.choices)
-
-        def validate_slug(self, value: str) -> str:
-            if value.lower() in RESERVED_SLUGS:
-                raise serializers.ValidationError(f"{value!r} is reserved.")
-            return value
 
     @extend_schema(responses=ProjectListOutput(many=True))
     def get(self, request) -> Response:

@@ -49,6 +49,7 @@ from projects.models import (
     WorldDoc,
     WorldRule,
 )
+from projects.slugs import slug_not_available_message, slug_unavailable_message
 from projects.state_ops import empty_state
 from projects.text_stats import count_chars
 
@@ -66,20 +67,27 @@ class ImportReport:
 
 def tree_import(
     source: TreeSource, *, slug: str | None = None, owner: AbstractBaseUser | None = None, replace: bool = False,
-    may_replace: Callable[[Project], None] | None = None,
+    may_replace: Callable[[Project], None] | None = None, operator: bool = False,
 ) -> ImportReport:
     """Create a project from ``source``. Refuses an existing slug unless ``replace`` is set, in
     which case the old project is deleted in the same transaction (so a failure keeps it).
     ``may_replace`` is called with that project first and raises to refuse (the slug may come from
-    the tree itself, so a caller cannot check it beforehand)."""
+    the tree itself, so a caller cannot check it beforehand). A taken slug is refused in words that
+    do not say whether the project exists (``projects.slugs``), unless the caller is the server's
+    ``operator`` (the ``novel import`` command), who is told and may pass ``--replace``."""
     tree = parse_tree(source)
     slug = _choose_slug(slug, tree, source)
     try:
         with transaction.atomic():
             existing = Project.objects.filter(slug=slug).first()
+            unavailable = slug_unavailable_message(slug=slug, user=owner)
+            if existing is None and unavailable:  # reserved
+                raise TreeError(slug, unavailable)
             if existing is not None:
-                if not replace:
+                if not replace and operator:
                     raise TreeError(slug, "a project with this slug exists; choose another slug or replace it")
+                if not replace:  # the same words whether or not the caller can see that project
+                    raise TreeError(slug, unavailable or slug_not_available_message())
                 if may_replace is not None:
                     may_replace(existing)
                 existing.delete()

@@ -3,17 +3,17 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
-from projects.errors import InvalidData, NovelsiteError
+from projects.errors import InvalidData, NovelsiteError, SlugUnavailable
 from projects.lock_objects import project_lock
 from projects.models import CHECKPOINT_FIELDS, Membership, Project, Role, StoryState
 from projects.services.editing import full_clean_or_raise
+from projects.slugs import slug_not_available_message, slug_unavailable_message
 from projects.state_ops import empty_state
 
 
-@transaction.atomic
 class ProjectLimitReached(NovelsiteError):
     """You own as many projects as one person may; delete one, or ask a staff member."""
 
@@ -34,12 +34,22 @@ def project_quota_check(user: AbstractBaseUser) -> None:
             % {"owned": owned, "limit": limit}, extra={"owned": owned, "limit": limit})
 
 
+@transaction.atomic
 def project_create(*, owner: AbstractBaseUser | None, slug: str, title: str, **fields) -> Project:
-    """A new project in INIT with an empty state; ``owner`` becomes its owner."""
+    """A new project in INIT with an empty state; ``owner`` becomes its owner. A taken or reserved
+    slug is refused with the same message whoever holds it (``projects.slugs``)."""
+    unavailable = slug_unavailable_message(slug=slug, user=owner)
+    if unavailable:
+        raise SlugUnavailable(unavailable, extra={"fields": {"slug": [unavailable]}})
     project = Project(slug=slug, title=title, **fields)
     project._history_user = owner
     full_clean_or_raise(project)
-    project.save()
+    try:
+        with transaction.atomic():  # two people creating the same slug at once: the loser is told the same
+            project.save()
+    except IntegrityError:
+        message = slug_not_available_message()
+        raise SlugUnavailable(message, extra={"fields": {"slug": [message]}}) from None
     StoryState.objects.create(project=project, data=empty_state())
     if owner is not None:
         Membership.objects.create(project=project, user=owner, role=Role.OWNER)

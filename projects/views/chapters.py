@@ -15,6 +15,7 @@ from django.views.decorators.http import require_http_methods
 from projects.errors import InvalidData, VersionConflict
 from projects.models import Chapter
 from projects.permissions import Action
+from projects.query_params import query_int
 from projects.selectors import chapter_list_for_project, volumes_with_counts
 from projects.services.editing import chapter_update
 from projects.views.access import page_context, project_access
@@ -35,8 +36,8 @@ def chapter_list(request, slug: str):
     access = project_access(request, slug)
     volumes = list(volumes_with_counts(project=access.project))
     numbers = [v.number for v in volumes if v.chapter_count]
-    wanted = request.GET.get("volume", "")
-    current = int(wanted) if wanted.isdigit() and int(wanted) in numbers else (numbers[-1] if numbers else None)
+    wanted = query_int(request.GET, "volume")  # a malformed number: 404 (NovelsiteErrorMiddleware)
+    current = wanted if wanted in numbers else (numbers[-1] if numbers else None)
     chapters = list(chapter_list_for_project(project=access.project).filter(volume__number=current)) \
         if current is not None else []
     return render(request, "projects/chapter_list.html", page_context(

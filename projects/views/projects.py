@@ -12,13 +12,15 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
-from projects.errors import NovelsiteError
+from projects.errors import InvalidData, NovelsiteError, SlugUnavailable
 from projects.filetree.importer import tree_import
 from projects.filetree.source import read_zip
 from projects.filetree.errors import TreeError
+from projects.json_input import json_loads_checked
 from projects.models import Membership, Role
 from projects.models.project import BRIEF_MAX_CHARS
 from projects.permissions import Action
+from projects.query_params import plain_int
 from projects.selectors import projects_for_user
 from projects.services.projects import (
     membership_remove,
@@ -57,6 +59,8 @@ def project_create_view(request):
         try:
             project_quota_check(request.user)
             project = project_create(owner=request.user, **form.cleaned_data)
+        except SlugUnavailable as exc:
+            form.add_error("slug", exc.message)
         except NovelsiteError as exc:
             form.add_error(None, exc.message)
         else:
@@ -103,7 +107,7 @@ def members_view(request, slug: str):
 
 def _member_change(request, project, form: MemberForm) -> bool:
     if request.POST.get("remove"):
-        membership = Membership.objects.filter(project=project, pk=request.POST["remove"]).first()
+        membership = Membership.objects.filter(project=project, pk=plain_int(request.POST["remove"])).first()
         try:
             membership and membership_remove(membership=membership)
         except NovelsiteError as exc:
@@ -143,9 +147,9 @@ class ProjectSettingsForm(forms.Form):
     def clean_json(self, name: str):
         raw = (self.cleaned_data.get(name) or "").strip()
         try:
-            return json.loads(raw) if raw else {}
-        except ValueError as exc:
-            raise forms.ValidationError(_("Not valid JSON: %(error)s") % {"error": exc}) from exc
+            return json_loads_checked(raw) if raw else {}  # bounded depth, no NUL: never a 500
+        except InvalidData as exc:
+            raise forms.ValidationError(_("Not valid JSON: %(error)s") % {"error": exc.message}) from exc
 
     def clean_stage_models(self):
         return self.clean_json("stage_models")

@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 
 from projects.markdown import render_markdown
 from projects.models import Character, Foreshadowing, StateChange, Storyline, WorldDoc, WorldRule
+from projects.query_params import query_int
 from projects.selectors import foreshadowing_flags, story_state_at_chapter
 from projects.state_ops import PatchError
 from projects.views.access import page_context, project_access
@@ -38,11 +39,11 @@ def state_view(request, slug: str):
     """The story state now, or after chapter ``?chapter=N`` (replayed from the changelog)."""
     access = project_access(request, slug)
     project = access.project
-    chapter = request.GET.get("chapter", "").strip()
+    chapter = query_int(request.GET, "chapter")  # a malformed number: 404 (NovelsiteErrorMiddleware)
     error = ""
-    if chapter.isdigit():
+    if chapter is not None:
         try:
-            state = story_state_at_chapter(project=project, chapter=int(chapter))
+            state = story_state_at_chapter(project=project, chapter=chapter)
         except PatchError as exc:  # an imported changelog may not replay from an empty state: say so
             state, error = {}, _("The changelog cannot be replayed to this chapter: %(error)s") % {"error": exc}
     else:

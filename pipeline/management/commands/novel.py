@@ -21,6 +21,7 @@ from projects.filetree.export import export_to_path
 from projects.filetree.importer import tree_import
 from projects.filetree.source import read_tree
 from projects.models import Project
+from projects.query_params import plain_int
 from projects.sample_project import SAMPLE_SLUG, sample_project_create
 from projects.selectors import project_status
 
@@ -164,7 +165,7 @@ class Command(BaseCommand):
             if owner is None:
                 raise CommandError(f"No user {options['owner']!r}.", returncode=2)
         report = tree_import(read_tree(options["source"]), slug=options.get("slug"), owner=owner,
-                             replace=options["replace"])
+                             replace=options["replace"], operator=True)
         data = {"project": report.project.slug, "files": report.files, "kept": report.kept,
                 "skipped": report.skipped, "warnings": report.warnings}
         if not options["json"]:
@@ -325,10 +326,10 @@ class Command(BaseCommand):
 
         project = self._project(options["project"])
         if options.get("chapters"):
-            first, _, last = options["chapters"].partition("-")
-            if not (first.isdigit() and last.isdigit()):
+            first, _, last = (plain_int(part) for part in options["chapters"].partition("-"))
+            if first is None or last is None:
                 raise CommandError("--chapters: a range like 3-5", returncode=2)
-            target = {"chapters": [int(first), int(last)]}
+            target = {"chapters": [first, last]}
         else:
             target = {"chapter": options["chapter"]} if options.get("chapter") else {"volume": options["volume"]}
         run = promotion_start(project_id=project.pk, target=target, platform=options["platform"],
@@ -373,6 +374,10 @@ class Command(BaseCommand):
         status = project_status(project=project)
         data = asdict(status)
         data["project"] = {"slug": project.slug, "title": project.title}
+        from pipeline.selectors import project_error
+
+        error = project_error(project=project)  # ERROR_RETRY's cause; None in any other state
+        data["error"] = asdict(error) if error else None
         if not options["json"]:
             self._print_status(data)
         return data
@@ -383,6 +388,14 @@ class Command(BaseCommand):
         write(f"{data['project']['title']} ({data['project']['slug']})")
         write(f"  state:      {cp['orchestrator_state']}  stage: {cp['pipeline_stage'] or 'idle'}"
               f"  inflight: {cp['inflight_chapter'] or '-'}")
+        if data["error"]:
+            error = data["error"]
+            where = ", ".join(filter(None, [f"run {error['run_id']}" if error["run_id"] else "",
+                                            error["run_kind"], f"chapter {error['chapter']}" if error["chapter"] else "",
+                                            error["at"]]))
+            write(self.style.ERROR(f"  error:      {error['stage'] + ': ' if error['stage'] else ''}{error['error']}"
+                                   + (f" ({where})" if where else "")))
+            write("              retry: manage.py novel advance " + data["project"]["slug"])
         write(f"  volume:     {cp['current_volume']}  last completed chapter: {cp['last_completed_chapter']}")
         write(f"  chapters:   {data['chapters']} ({data['words']} 字)  active characters: {data['characters_active']}")
         write(f"  state:      v{data['state_version']}")
