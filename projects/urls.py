@@ -2,7 +2,7 @@
 pipeline/web_urls.py under the same /p/<slug>/ prefix."""
 from django.urls import path
 
-from projects.views import chapters, projects, world
+from projects.views import chapters, downloads, projects, world
 
 urlpatterns = [
     path("", projects.project_list, name="projects-home"),
@@ -16,4 +16,5 @@ urlpatterns = [
     path("p/<slug:slug>/chapters/<int:number>/history/", chapters.chapter_history, name="chapter-history"),
     path("p/<slug:slug>/world/", world.world_view, name="world"),
     path("p/<slug:slug>/state/", world.state_view, name="state"),
+    path("p/<slug:slug>/download/<str:kind>/", downloads.book_download, name="download"),
 ]
