@@ -7,6 +7,7 @@ from projects.views import chapters, downloads, projects, world
 urlpatterns = [
     path("", projects.project_list, name="projects-home"),
     path("new/", projects.project_create_view, name="project-create-web"),
+    path("new/slug/", projects.slug_suggestion_view, name="slug-suggestion"),
     path("import/", projects.project_import_view, name="project-import-web"),
     path("p/<slug:slug>/members/", projects.members_view, name="members"),
     path("p/<slug:slug>/settings/", projects.settings_view, name="settings"),

@@ -121,3 +121,21 @@ def journey(page, live_server) -> None:
     page.select_option("select[name=language]", "en")
     expect(page.locator("nav.project-nav")).to_contain_text("Dashboard")
     shot(page, "10-english")
+
+
+def test_the_new_project_form_fills_the_slug_from_the_title_and_keeps_a_typed_one(page, live_server, make_user):
+    from playwright.sync_api import expect
+
+    make_user("owner")
+    page.goto(f"{live_server.url}/login/")
+    page.fill("input[name=username]", "owner")
+    page.fill("input[name=password]", "pw-owner")
+    page.click("button[type=submit].primary")
+    page.goto(f"{live_server.url}/new/")
+    page.locator("#create-form input[name=title]").press_sequentially("雾城纪事")
+    expect(page.locator("#create-form input[name=slug]")).to_have_value("wu-cheng-ji-shi")
+    shot(page, "new-project-slug")
+    page.fill("#create-form input[name=slug]", "fog")
+    page.locator("#create-form input[name=title]").press_sequentially("二")
+    page.wait_for_timeout(600)
+    expect(page.locator("#create-form input[name=slug]")).to_have_value("fog")

@@ -14,6 +14,7 @@ from projects.permissions import Action
 from projects.selectors import project_access_for_member, projects_for_user
 from projects.serializer_fields import SchemaJSONSerializerField
 from projects.services.projects import project_create, project_quota_check, project_settings_update
+from projects.slugs import slug_suggest
 
 
 class ProjectDetailApi(APIView):
@@ -72,7 +73,8 @@ class ProjectListCreateApi(APIView):
                       "current_volume", "updated_at"]
 
     class ProjectCreateInput(StrictInput):
-        slug = serializers.SlugField(max_length=60)
+        slug = serializers.SlugField(max_length=60, required=False,
+                                     help_text="Made from the title's pinyin when left out.")
         title = serializers.CharField(max_length=200)
         brief = serializers.CharField(required=False, allow_blank=True, max_length=BRIEF_MAX_CHARS * 4,
                                       help_text="≤1000 字 (whitespace not counted).")
@@ -90,6 +92,8 @@ class ProjectListCreateApi(APIView):
         incoming = self.ProjectCreateInput(data=request.data)
         incoming.is_valid(raise_exception=True)
         project_quota_check(request.user)
-        project = project_create(owner=request.user, **incoming.validated_data)
+        fields = dict(incoming.validated_data)
+        fields["slug"] = fields.get("slug") or slug_suggest(title=fields["title"], user=request.user)
+        project = project_create(owner=request.user, **fields)
         data = ProjectDetailApi.ProjectDetailOutput(project, context={"role": "owner"}).data
         return Response(data, status=status.HTTP_201_CREATED)

@@ -7,6 +7,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
+from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -29,12 +30,14 @@ from projects.services.projects import (
     project_quota_check,
     project_settings_update,
 )
+from projects.slugs import slug_suggest
 from projects.views.access import flash_error, page_context, project_access
 
 
 class ProjectCreateForm(forms.Form):
     title = forms.CharField(label=gettext_lazy("Title"), max_length=200)
-    slug = forms.SlugField(label=gettext_lazy("Short name (for URLs)"), max_length=60)
+    slug = forms.SlugField(label=gettext_lazy("Short name (for URLs)"), max_length=60, required=False,
+                           help_text=gettext_lazy("Leave it empty to make one from the title's pinyin."))
     brief = forms.CharField(label=gettext_lazy("Brief"), widget=forms.Textarea(attrs={"rows": 8}),
                             help_text=gettext_lazy("At most %(n)d characters.") % {"n": BRIEF_MAX_CHARS})
     genre = forms.CharField(label=gettext_lazy("Genre"), max_length=40, required=False)
@@ -56,9 +59,11 @@ def project_list(request):
 def project_create_view(request):
     form = ProjectCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        fields = dict(form.cleaned_data)
+        fields["slug"] = fields["slug"] or slug_suggest(title=fields["title"], user=request.user)
         try:
             project_quota_check(request.user)
-            project = project_create(owner=request.user, **form.cleaned_data)
+            project = project_create(owner=request.user, **fields)
         except SlugUnavailable as exc:
             form.add_error("slug", exc.message)
         except NovelsiteError as exc:
@@ -67,6 +72,12 @@ def project_create_view(request):
             messages.success(request, _("Project created. Take the first step: the quick start."))
             return redirect("dashboard", slug=project.slug)
     return render(request, "projects/project_create.html", {"form": form, "import_form": ProjectImportForm()})
+
+
+@login_required
+def slug_suggestion_view(request):
+    """The slug the create form would make from ``?title=`` (the page fills the field as one types)."""
+    return JsonResponse({"slug": slug_suggest(title=request.GET.get("title", "")[:200], user=request.user)})
 
 
 @login_required
