@@ -46,6 +46,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files from the app itself, also with DEBUG off
     "novelsite.edge_guards.NulRefusedMiddleware",  # NUL in the path or query: 400 before any lookup
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -122,6 +123,17 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
 STATICFILES_DIRS = [BASE_DIR / "novelsite" / "static"]
+# WhiteNoise serves them (gzip/brotli, far-future caching of hashed names) wherever Django runs, so a
+# deployment's pages are styled without a separate file server. The hashed manifest needs
+# collectstatic (the Docker image runs it); without DEBUG and without a manifest, run
+# `manage.py collectstatic` first or set STATIC_MANIFEST=false.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+                    if env.bool("STATIC_MANIFEST", default=not DEBUG) else
+                    "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True  # also the app's own static folders, so a checkout serves its files as they are
 # The web pages log people in themselves; the admin keeps its own login form.
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "projects-home"
