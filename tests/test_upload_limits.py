@@ -4,6 +4,7 @@ a byte of it is read, with a clear message (the API's error shape on the API) an
 from __future__ import annotations
 
 import io
+import random
 import zipfile
 
 import pytest
@@ -80,3 +81,87 @@ def test_garbage_is_refused_as_not_a_zip(garbage):
         read_zip(io.BytesIO(garbage), LIMITS)
     assert caught.value.path == "(archive)"
     assert "not a readable zip file" in caught.value.reason or "65535 files" in caught.value.reason
+
+
+# --- request bodies --------------------------------------------------------------------------------
+
+MB = 1024 * 1024
+
+
+class Tripwire(io.RawIOBase):
+    """A request body that must never be read."""
+
+    reads = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        Tripwire.reads += 1
+        raise AssertionError("the request body was read")
+
+
+def declared_post(client, path: str, length: int, content_type: str = "multipart/form-data; boundary=XYZ"):
+    Tripwire.reads = 0
+    return client.generic("POST", path, b"", content_type=content_type,
+                          **{"CONTENT_LENGTH": str(length), "wsgi.input": Tripwire()})
+
+
+@pytest.mark.django_db
+def test_a_400_mb_import_over_the_api_is_refused_before_its_body_is_read(make_user):
+    client = APIClient()
+    client.force_authenticate(make_user("bob"))
+    response = declared_post(client, "/api/projects/import", 400 * MB)
+    assert response.status_code == 413 and Tripwire.reads == 0
+    body = response.json()
+    assert body["code"] == "too_large" and set(body) == {"code", "message", "extra"}
+    assert body["extra"] == {"max_bytes": 50 * MB, "content_length": 400 * MB}
+    assert "at most 52428800 bytes (50.0 MB)" in body["message"]
+    assert not Project.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_400_mb_import_from_the_page_is_refused_in_chinese_before_its_body_is_read(client, make_user):
+    client.force_login(make_user("bob"))
+    response = declared_post(client, "/import/", 400 * MB)
+    assert response.status_code == 413 and Tripwire.reads == 0
+    page = response.content.decode().replace("\xa0", " ")  # filesizeformat joins with a no-break space
+    assert "上传过大" in page and "400.0 MB" in page and "50.0 MB" in page
+    assert not Project.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/new/", "/p/anything/settings/", "/login/", "/api/projects",
+                                  "/admin/projects/project/add/"])
+def test_any_other_view_refuses_a_body_over_the_form_limit_before_reading_it(client, make_user, path):
+    client.force_login(make_user("bob", superuser=True))
+    response = declared_post(client, path, 3 * MB)
+    assert response.status_code == 413 and Tripwire.reads == 0
+    if path.startswith("/api/"):
+        assert response.json()["extra"]["max_bytes"] == 2_621_440
+
+
+@pytest.mark.django_db
+def test_an_upload_over_a_lowered_limit_is_refused_and_creates_nothing(client, make_user, settings):
+    settings.NOVELSITE_IMPORT_MAX_UPLOAD_BYTES = 4000
+    archive = zip_bytes({"brief.md": random.Random(15).randbytes(6000)})
+    assert len(archive) > 4000
+    api = APIClient()
+    api.force_authenticate(make_user("bob"))
+    upload = SimpleUploadedFile("book.zip", archive, content_type="application/zip")
+    response = api.post("/api/projects/import", {"file": upload, "slug": "big"}, format="multipart")
+    assert response.status_code == 413 and response.json()["extra"]["max_bytes"] == 4000
+    client.force_login(make_user("carol"))
+    upload = SimpleUploadedFile("book.zip", archive, content_type="application/zip")
+    response = client.post("/import/", {"archive": upload, "slug": "big"})
+    assert response.status_code == 413
+    assert not Project.objects.filter(slug="big").exists()
+
+
+def test_the_import_form_names_its_limit_and_checks_the_file_itself(settings):
+    from projects.views.projects import ProjectImportForm
+
+    settings.NOVELSITE_IMPORT_MAX_UPLOAD_BYTES = 1000
+    form = ProjectImportForm({}, {"archive": SimpleUploadedFile("a.zip", b"x" * 1001)})
+    assert not form.is_valid() and "archive" in form.errors
+    assert "1000" in str(form.fields["archive"].help_text) or "1000" in str(form.errors)
