@@ -105,6 +105,7 @@ def test_the_reader_shows_a_long_document_one_page_at_a_time(client, heavy, rend
     for odd in ("²", "abc", "-1", "\x00"):
         assert client.get(url, {"page": odd}).status_code == 200
     assert client.get(reverse("world-doc", args=["heavy", "missing"])).status_code == 404
+    assert client.get("/p/heavy/world/docs/heavy%0001/").status_code == 404
 
 
 def test_a_short_profile_is_shown_whole_and_a_long_one_folded_with_its_reader(client, heavy):

@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import models
 from django.db.models.functions import Length, Substr
+from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import SafeString
 
@@ -48,6 +49,8 @@ def world_text_view(request, slug: str, kind: str, key: str):
     """One world document or character profile, whole, one page at a time (``?page=N``)."""
     access = project_access(request, slug)
     model, key_field, field = READABLE[kind]
+    if "\x00" in key:  # PostgreSQL refuses NUL in a query: no such document, not a 500
+        raise Http404
     row = get_object_or_404(model, project=access.project, **{key_field: key})
     page = Paginator(long_text.text_pages(getattr(row, field) or ""), 1).get_page(request.GET.get("page"))
     html = render_markdown_cached(page.object_list[0], obj=row, field=field, part=f"page-{page.number}")
