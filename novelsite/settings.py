@@ -51,6 +51,8 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Refuses a body over its view's limit from Content-Length, before the CSRF check reads it.
+    "projects.body_limits.RequestBodyLimitMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -317,6 +319,16 @@ LOGGING = {
     # one line per task is noise in the eager demo; workers still log task failures
     "loggers": {"celery.app.trace": {"level": env.str("CELERY_TRACE_LOG_LEVEL", default="WARNING")}},
 }
+
+# --- Request bodies (projects/body_limits.py) -------------------------------------------------
+# Every view but the uploads refuses a body over DATA_UPLOAD_MAX_MEMORY_SIZE from its Content-Length
+# (413) before reading it; uploaded files above FILE_UPLOAD_MAX_MEMORY_SIZE go to a temporary file.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)  # Django's 2.5 MB
+FILE_UPLOAD_MAX_MEMORY_SIZE = env.int("FILE_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)
+DATA_UPLOAD_MAX_NUMBER_FILES = 10  # an import takes one file
+# The largest zip an import accepts (web form and API), the whole request body included. The docker
+# stack's nginx (docker/nginx/novelsite.conf.template, client_max_body_size) must allow as much.
+NOVELSITE_IMPORT_MAX_UPLOAD_BYTES = env.int("NOVELSITE_IMPORT_MAX_UPLOAD_BYTES", default=50 * 1024 * 1024)
 
 # --- Import limits for uploaded or local novel trees ---------------------------------------------
 NOVELSITE_IMPORT_MAX_FILE_BYTES = env.int("NOVELSITE_IMPORT_MAX_FILE_BYTES", default=10 * 1024 * 1024)

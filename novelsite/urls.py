@@ -1,12 +1,10 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.templatetags.static import static
 from django.urls import include, path
-from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from novelsite.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
-from novelsite.views import healthz
+from novelsite.views import favicon, healthz
 
 admin.site.login_form = ThrottledAdminAuthenticationForm  # failed sign-ins are counted and locked out
 
@@ -18,7 +16,7 @@ handler500 = "novelsite.error_views.server_error"
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     # browsers ask for /favicon.ico on every page, the admin's included
-    path("favicon.ico", RedirectView.as_view(url=static("novelsite/favicon.svg"), permanent=True)),
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI from drf-spectacular-sidecar's static files; the split view serves its start-up

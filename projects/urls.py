@@ -2,7 +2,7 @@
 pipeline/web_urls.py under the same /p/<slug>/ prefix."""
 from django.urls import path
 
-from projects.views import chapters, downloads, projects, world
+from projects.views import chapters, downloads, projects, world, world_text
 
 urlpatterns = [
     path("", projects.project_list, name="projects-home"),
@@ -16,6 +16,9 @@ urlpatterns = [
     path("p/<slug:slug>/chapters/<int:number>/edit/", chapters.chapter_edit, name="chapter-edit"),
     path("p/<slug:slug>/chapters/<int:number>/history/", chapters.chapter_history, name="chapter-history"),
     path("p/<slug:slug>/world/", world.world_view, name="world"),
+    path("p/<slug:slug>/world/docs/<str:key>/", world_text.world_text_view, {"kind": "docs"}, name="world-doc"),
+    path("p/<slug:slug>/world/characters/<str:key>/", world_text.world_text_view, {"kind": "characters"},
+         name="world-character"),
     path("p/<slug:slug>/state/", world.state_view, name="state"),
     path("p/<slug:slug>/download/<str:kind>/", downloads.book_download, name="download"),
 ]

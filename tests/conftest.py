@@ -1,7 +1,7 @@
 """Shared fixtures and the service markers.
 
-``@pytest.mark.postgres``, ``@pytest.mark.redis`` and ``@pytest.mark.browser`` tests need the real
-services (a browser counts as one). Without them
+``@pytest.mark.postgres``, ``@pytest.mark.redis``, ``@pytest.mark.browser`` and ``@pytest.mark.nginx``
+tests need the real services (a browser and nginx count as ones). Without them
 they skip with a reason naming the variable to set; with ``REQUIRE_SERVICES=1`` (CI) they fail,
 so that nothing that needs a service silently skips.
 """
@@ -33,6 +33,21 @@ def _missing_service(marker: str) -> str | None:
             return f"Redis at REDIS_URL={url} is unreachable ({exc})"
     if marker == "browser":
         return _missing_browser()
+    if marker == "nginx":
+        return _missing_nginx()
+    return None
+
+
+def _missing_nginx() -> str | None:
+    """``@pytest.mark.nginx`` tests run the shipped nginx config in front of a real gunicorn."""
+    from tests.slow_clients import nginx_binary
+
+    if nginx_binary() is None:
+        return "needs nginx: apt-get install -y nginx"
+    try:
+        import gunicorn  # noqa: F401
+    except ImportError:
+        return "needs gunicorn: pip install -e '.[dev]'"
     return None
 
 
@@ -77,7 +92,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    for marker in ("postgres", "redis", "browser"):
+    for marker in ("postgres", "redis", "browser", "nginx"):
         if item.get_closest_marker(marker) is None:
             continue
         reason = _missing_service(marker)

@@ -7,9 +7,10 @@ import pytest
 from django.urls import reverse
 
 from pipeline.models import GateQuestion, PipelineRun, RunKind, RunStatus
+from projects.models import WorldDoc
 from projects.permissions import Action, role_allows
 from projects.services.projects import membership_set_role, project_create
-from tests.factories import ChapterFactory
+from tests.factories import ChapterFactory, CharacterFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -27,6 +28,8 @@ PAGES = [
     ("get", "chapter-edit", [1], Action.EDIT, 200),
     ("post", "chapter-edit", [1], Action.EDIT, 200),  # empty form: shown again with errors
     ("get", "world", [], Action.READ, 200),
+    ("get", "world-doc", ["geography"], Action.READ, 200),
+    ("get", "world-character", ["lin-feng"], Action.READ, 200),
     ("get", "state", [], Action.READ, 200),
     ("get", "gates", [], Action.READ, 200),
     ("post", "gate-answer-web", ["QUESTION"], Action.DECIDE, 302),  # invalid answer: back to the gates
@@ -68,6 +71,8 @@ def world(make_user):
     users["outsider"] = make_user("outsider")
     project_create(owner=users["outsider"], slug="other", title="别的书")  # a member elsewhere
     ChapterFactory(project=project, number=1)
+    WorldDoc.objects.create(project=project, name="geography", content="# 北境")
+    CharacterFactory(project=project, slug="lin-feng")
     run = PipelineRun.objects.create(project=project, kind=RunKind.QUICKSTART, status=RunStatus.WAITING,
                                      stage="quickstart:world")
     question = GateQuestion.objects.create(project=project, run=run, step="quickstart:world", topic="t", spec=SPEC,

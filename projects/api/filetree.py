@@ -1,6 +1,7 @@
 """Export as a streamed zip download, and import from an uploaded zip."""
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -32,11 +33,18 @@ class ProjectExportApi(APIView):
 
 class ProjectImportApi(APIView):
     parser_classes = [MultiPartParser]
+    body_limit_setting = "NOVELSITE_IMPORT_MAX_UPLOAD_BYTES"  # projects/body_limits.py, before parsing
 
     class ProjectImportInput(serializers.Serializer):
         file = serializers.FileField()
         slug = serializers.SlugField(required=False, max_length=60)
         replace = serializers.BooleanField(default=False)
+
+        def validate_file(self, file):
+            limit = settings.NOVELSITE_IMPORT_MAX_UPLOAD_BYTES
+            if file.size > limit:
+                raise serializers.ValidationError(f"The file is {file.size} bytes; the limit is {limit}.")
+            return file
 
     class ProjectImportOutput(serializers.Serializer):
         slug = serializers.CharField()

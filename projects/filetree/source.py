@@ -3,17 +3,22 @@ read (no "..", no absolute paths, no symlinks), and sizes are bounded per file, 
 file count, so a hostile upload is refused with the offending file named, not unpacked."""
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import struct
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
+from zlib import error as zlib_error
 
 from django.conf import settings
 
 from projects.filetree.errors import TreeError
 from projects.filetree.paths import CHECKPOINT, NEVER_EXPORTED_PREFIX, check_relative_path
+from projects.filetree.zip_directory import ARCHIVE, check_declared_entries, declared_entry_count
 
 ROOT_MARKERS = (CHECKPOINT, "brief.md", "novelsite/project.json", "chapters/", "world/")
 
@@ -77,38 +82,66 @@ def _strip_wrapper(names: list[str]) -> str:
 
 
 def read_zip(stream: IO[bytes] | str | os.PathLike, limits: Limits | None = None) -> TreeSource:
-    budget = _Budget(limits or Limits.from_settings())
-    try:
-        archive = zipfile.ZipFile(stream)
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise TreeError("(archive)", f"not a readable zip file: {exc}") from exc
-    with archive:
-        entries = [info for info in archive.infolist() if not info.is_dir()]
-        if len(entries) > budget.limits.max_files:
-            raise TreeError("(archive)", f"{len(entries)} files; the limit is {budget.limits.max_files}")
-        for info in entries:
-            check_relative_path(info.filename)  # zip slip: refuse before reading anything
-            if stat.S_ISLNK(info.external_attr >> 16):
-                raise TreeError(info.filename, "symbolic links are not allowed")
-        prefix = _strip_wrapper([info.filename for info in entries])
-        source = TreeSource(name=prefix.rstrip("/"))
-        for info in entries:
-            budget.charge(info.filename, info.file_size)
-            data = _read_bounded(archive, info, budget.limits.max_file_bytes)
-            _add(source, info.filename[len(prefix):], data)
+    """Everything the archive declares is checked first (``zip_directory``: entry count from its
+    last bytes, then paths, symlinks, declared sizes and their total from the central directory);
+    only then is any entry inflated, each one with a hard cap in case its declared size lies."""
+    limits = limits or Limits.from_settings()
+    with _opened(stream) as handle:
+        try:
+            declared = declared_entry_count(handle)
+            if declared > limits.max_files:
+                raise TreeError(ARCHIVE, f"{declared} files; the limit is {limits.max_files}")
+            archive = zipfile.ZipFile(handle)
+        except (zipfile.BadZipFile, OSError, ValueError, struct.error) as exc:
+            raise TreeError(ARCHIVE, f"not a readable zip file: {exc}") from exc
+        with archive:
+            return _read_entries(archive, limits)
+
+
+def _read_entries(archive: zipfile.ZipFile, limits: Limits) -> TreeSource:
+    entries = [info for info in archive.infolist() if not info.is_dir()]
+    check_declared_entries(entries, max_file_bytes=limits.max_file_bytes, max_tree_bytes=limits.max_tree_bytes,
+                           max_files=limits.max_files)
+    prefix = _strip_wrapper([info.filename for info in entries])
+    source = TreeSource(name=prefix.rstrip("/"))
+    budget = _Budget(limits)  # charged with what really came out, not with what was declared
+    for info in entries:
+        data = _read_bounded(archive, info, min(info.file_size, limits.max_file_bytes))
+        budget.charge(info.filename, len(data))
+        _add(source, info.filename[len(prefix):], data)
     return source
 
 
+@contextlib.contextmanager
+def _opened(stream: IO[bytes] | str | os.PathLike) -> Iterator[IO[bytes]]:
+    if isinstance(stream, (str, os.PathLike)):
+        with open(stream, "rb") as handle:
+            yield handle
+    else:
+        yield stream
+
+
+_CHUNK = 1024 * 1024
+
+
 def _read_bounded(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
-    # The declared size can lie (a zip bomb): never inflate more than the limit.
+    """Inflate one entry in chunks, never more than ``limit`` (its declared size, at most the
+    per-file limit) plus one chunk: a member that inflates to more than it declares is refused."""
+    chunks: list[bytes] = []
+    size = 0
     try:
         with archive.open(info) as handle:
-            data = handle.read(limit + 1)
-    except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, NotImplementedError) as exc:
+            while size <= limit:
+                chunk = handle.read(min(_CHUNK, limit + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+    except (zipfile.BadZipFile, RuntimeError, OSError, EOFError, NotImplementedError, zlib_error) as exc:
         raise TreeError(info.filename, f"cannot be read from the zip: {exc}") from exc
-    if len(data) > limit:
-        raise TreeError(info.filename, f"unpacks to more than the limit of {limit} bytes")
-    return data
+    if size > limit:
+        raise TreeError(info.filename, f"unpacks to more than the {limit} bytes it declares")
+    return b"".join(chunks)
 
 
 def read_directory(root: str | os.PathLike, limits: Limits | None = None) -> TreeSource:

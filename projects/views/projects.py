@@ -4,15 +4,18 @@ from __future__ import annotations
 import json
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
+from projects.body_limits import body_limit
 from projects.errors import InvalidData, NovelsiteError, SlugUnavailable
 from projects.filetree.importer import tree_import
 from projects.filetree.source import read_zip
@@ -46,6 +49,19 @@ class ProjectCreateForm(forms.Form):
 class ProjectImportForm(forms.Form):
     archive = forms.FileField(label=gettext_lazy("Zip of a novel tree"))
     slug = forms.SlugField(label=gettext_lazy("Short name (for URLs)"), max_length=60, required=False)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["archive"].help_text = _("At most %(size)s.") % {
+            "size": filesizeformat(settings.NOVELSITE_IMPORT_MAX_UPLOAD_BYTES)}
+
+    def clean_archive(self):
+        archive = self.cleaned_data["archive"]
+        limit = settings.NOVELSITE_IMPORT_MAX_UPLOAD_BYTES
+        if archive.size > limit:  # the body check saw its Content-Length; this is the file itself
+            raise forms.ValidationError(_("The file is %(size)s; the limit is %(limit)s.") % {
+                "size": filesizeformat(archive.size), "limit": filesizeformat(limit)})
+        return archive
 
 
 @login_required
@@ -82,6 +98,7 @@ def slug_suggestion_view(request):
 
 @login_required
 @require_POST
+@body_limit("NOVELSITE_IMPORT_MAX_UPLOAD_BYTES")  # a larger body is refused before it is read
 def project_import_view(request):
     form = ProjectImportForm(request.POST, request.FILES)
     if form.is_valid():

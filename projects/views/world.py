@@ -9,26 +9,25 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from projects.markdown import render_markdown
 from projects.models import Character, Foreshadowing, StateChange, Storyline, WorldDoc, WorldRule
 from projects.query_params import query_int
 from projects.selectors import foreshadowing_flags, story_state_at_chapter
 from projects.state_ops import PatchError
 from projects.views.access import page_context, project_access
+from projects.views.world_text import folded_texts
 
 
 @login_required
 def world_view(request, slug: str):
     access = project_access(request, slug)
     project = access.project
-    characters = [(c, render_markdown(c.profile))
-                  for c in Character.objects.filter(project=project).order_by("status", "slug")]
-    docs = [(d, render_markdown(d.content)) for d in WorldDoc.objects.filter(project=project).order_by("name")]
+    characters = Character.objects.filter(project=project).order_by("status", "slug")
+    docs = WorldDoc.objects.filter(project=project).order_by("name")
     flags = foreshadowing_flags(project=project)
     ledger = [{"row": f, "overdue": f.fid in flags.overdue, "dormant": flags.dormant.get(f.fid)}
               for f in Foreshadowing.objects.filter(project=project).order_by("fid")]
     return render(request, "projects/world.html", page_context(
-        access, characters=characters, docs=docs, ledger=ledger,
+        access, characters=folded_texts(characters, "profile"), docs=folded_texts(docs, "content"), ledger=ledger,
         storylines=Storyline.objects.filter(project=project).order_by("position", "slug"),
         rules=WorldRule.objects.filter(project=project).order_by("rule_id"),
         relationships=json.dumps(project.relationships or {}, ensure_ascii=False, indent=2)))
