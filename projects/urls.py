@@ -2,7 +2,7 @@
 pipeline/web_urls.py under the same /p/<slug>/ prefix."""
 from django.urls import path
 
-from projects.views import chapters, downloads, projects, world, world_text
+from projects.views import character_edit, chapters, downloads, projects, world, world_text
 
 urlpatterns = [
     path("", projects.project_list, name="projects-home"),
@@ -17,6 +17,9 @@ urlpatterns = [
     path("p/<slug:slug>/chapters/<int:number>/history/", chapters.chapter_history, name="chapter-history"),
     path("p/<slug:slug>/world/", world.world_view, name="world"),
     path("p/<slug:slug>/world/docs/<str:key>/", world_text.world_text_view, {"kind": "docs"}, name="world-doc"),
+    path("p/<slug:slug>/world/characters/new/", character_edit.character_edit, name="character-new"),
+    path("p/<slug:slug>/world/characters/<slug:character_slug>/edit/", character_edit.character_edit,
+         name="character-edit"),
     path("p/<slug:slug>/world/characters/<str:key>/", world_text.world_text_view, {"kind": "characters"},
          name="world-character"),
     path("p/<slug:slug>/state/", world.state_view, name="state"),
