@@ -18,7 +18,15 @@ from pipeline.blackboard import Blackboard
 from pipeline.checkpoint import checkpoint_update
 from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.lock_objects import run_lock
-from pipeline.models import ACTIVE_RUN_STATUSES, PipelineRun, RunKind, RunStatus, StageRun
+from pipeline.models import (
+    ACTIVE_RUN_STATUSES,
+    GateQuestion,
+    GateStatus,
+    PipelineRun,
+    RunKind,
+    RunStatus,
+    StageRun,
+)
 from pipeline.queueing import enqueue_stage
 from pipeline.stage_claims import lease_seconds
 from projects.lock_objects import project_lock
@@ -147,6 +155,8 @@ def run_cancel(*, run_id: int, user=None) -> None:
         return
     run.status, run.finished_at, run.lease_owner, run.lease_expires_at = RunStatus.CANCELLED, timezone.now(), "", None
     run.save()
+    # its NOVEL_ASK questions go with it: nobody can answer them any more (the run no longer waits)
+    GateQuestion.objects.filter(run=run, status=GateStatus.OPEN).update(status=GateStatus.CANCELLED)
     if run.kind == RunKind.PROMOTION:
         pass  # a post runs beside the book: the book's state is not its to change
     elif run.kind in (RunKind.CHAPTER, RunKind.REWRITE):
