@@ -228,6 +228,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker whose broker goes away keeps trying to reconnect for as long as it takes (Celery's
+# default gives up after 100 tries, about 50 minutes, and exits). A worker can still exit on a
+# broker failure (kombu's Redis transport, issue #15 item 11): run workers under a supervisor that
+# restarts them (docker/README.md, "Supervision").
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # Celery's Django fixup closes the worker's database connection before and after every task
 # unless this is set, whatever CONN_MAX_AGE says: a stage would open a new PostgreSQL connection
 # (a backend with cold caches) each time. Reuse one for this many tasks; CONN_HEALTH_CHECKS
