@@ -8,7 +8,8 @@ recovery around it holds (DESIGN §4, "Locking and recovery"; issue #15 item 10)
 4. A stage task whose retries run out after a twin committed the run (or while a twin holds the
    stage) marks nothing failed.
 
-Lease renewals run on a second connection and wake-ups are sent on commit: the rows are committed (``transaction=True``).
+Lease renewals run on a second connection and wake-ups are sent on commit: the tests commit
+their rows (``transaction=True``).
 Worker deaths with real workers and their timing are in ``tests/test_pipeline_worker.py``.
 """
 from __future__ import annotations
