@@ -22,6 +22,9 @@ def celery_settings_check(app_configs=None, **kwargs) -> list[Error]:
                 id="novelsite.E002",
             )
         )
+    for name in ("NOVELSITE_LEASE_SECONDS", "NOVELSITE_RECONCILE_SECONDS"):
+        if getattr(settings, name) < 1:
+            errors.append(Error(f"{name} must be at least 1 second.", id="novelsite.E004"))
     if settings.CELERY_TASK_SOFT_TIME_LIMIT >= settings.CELERY_TASK_TIME_LIMIT:
         errors.append(Error("CELERY_TASK_SOFT_TIME_LIMIT must be below CELERY_TASK_TIME_LIMIT.", id="novelsite.E003"))
     return errors

@@ -226,7 +226,11 @@ SPECTACULAR_SETTINGS = {
 # --- Celery ------------------------------------------------------------------------------------
 # Long LLM stages: ack late so a killed worker's task is redelivered, one message per worker
 # process at a time, and a Redis visibility timeout well above the hard time limit plus the
-# longest retry countdown, or Redis would hand a running stage to a second worker.
+# longest retry countdown. A dead worker's stage is recovered by the short, renewed lease and the
+# reconciler (NOVELSITE_LEASE_SECONDS below), not by Redis redelivering its message: so the
+# visibility timeout stays long. Shortened to the lease, Redis would hand every running stage
+# (which then finds the live lease and does nothing) and every retry waiting for its countdown
+# (which then runs twice, early) to a second worker.
 REDIS_URL = env.str("REDIS_URL", default="")
 # The cache holds the live progress of running stages and the API's throttle counters. The default
 # is per process; with workers and several web processes set CACHE_URL to a shared cache (a Redis
@@ -253,6 +257,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker whose broker goes away keeps trying to reconnect for as long as it takes (Celery's
+# default gives up after 100 tries, about 50 minutes, and exits). A worker can still exit on a
+# broker failure (kombu's Redis transport, issue #15 item 11): run workers under a supervisor that
+# restarts them (docker/README.md, "Supervision").
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # Celery's Django fixup closes the worker's database connection before and after every task
 # unless this is set, whatever CONN_MAX_AGE says: a stage would open a new PostgreSQL connection
 # (a backend with cold caches) each time. Reuse one for this many tasks; CONN_HEALTH_CHECKS
@@ -261,8 +270,14 @@ CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=200)
 # The nightly autopilot batches (pipeline/nightly.py) start at NOVELSITE_NIGHTLY_AT ("HH:MM", in
 # TIME_ZONE); a malformed value stops the start-up with the value named.
 NOVELSITE_NIGHTLY_AT = env.str("NOVELSITE_NIGHTLY_AT", default="02:00")
+# How long a stage's lease lasts unless its worker renews it (a heartbeat renews it every third of
+# it while the stage waits on the model), and how often beat runs the reconciler, which hands a
+# stage whose lease expired (its worker died) or whose wake-up was lost to another worker. A dead
+# worker's stage resumes within about the sum of the two (2 minutes by default).
+NOVELSITE_LEASE_SECONDS = env.int("NOVELSITE_LEASE_SECONDS", default=60)
+NOVELSITE_RECONCILE_SECONDS = env.int("NOVELSITE_RECONCILE_SECONDS", default=60)
 CELERY_BEAT_SCHEDULE: dict = {
-    "reconcile-runs": {"task": "pipeline.tasks.runs_reconcile_task", "schedule": 120.0},
+    "reconcile-runs": {"task": "pipeline.tasks.runs_reconcile_task", "schedule": float(NOVELSITE_RECONCILE_SECONDS)},
     "nightly-batches": {"task": "pipeline.tasks.nightly_batches_task",
                         "schedule": nightly_crontab(NOVELSITE_NIGHTLY_AT)},
 }
@@ -281,8 +296,6 @@ NOVELSITE_LLM_PRICES: dict = {}  # per-model overrides of pipeline/llm/pricing.p
 # JSON in the environment so a worker process can be told too, e.g.
 # NOVELSITE_OFFLINE_JSON='{"latency_ms": 200, "faults": {"draft": {"kind": "rate_limit", "rate": 0.2}}}'
 NOVELSITE_OFFLINE = env.json("NOVELSITE_OFFLINE_JSON", default={})
-# How long a stage's lease lasts before the reconciler hands the stage to another worker.
-NOVELSITE_LEASE_SECONDS = env.int("NOVELSITE_LEASE_SECONDS", default=16 * 60 + 120)
 
 # --- E-mail (the nightly batches' morning summary, to members who opt in) ---------------------------
 # Django 6.1's MAILERS (the EMAIL_HOST-style settings are deprecated), filled from the environment.

@@ -48,6 +48,8 @@ def gate_answer_submit(*, question_id: int, answers: dict[str, Any], user) -> Ga
     project = project_lock(question.project_id)
     run = run_lock(question.run_id) if question.run_id else None
     question = GateQuestion.objects.get(pk=question_id)  # re-read under the lock
+    if question.status == GateStatus.CANCELLED:
+        raise PipelineNotReady("this question was cancelled with its run")
     if question.status != GateStatus.OPEN or (run is not None and run.status != RunStatus.WAITING):
         raise PipelineNotReady("this question is no longer waiting for an answer")
     if not isinstance(answers, dict):

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, F, TextField, Value, When
+from django.db.models import Case, F, Q, TextField, Value, When
 from django.utils import timezone
 
 from pipeline.batch_end import StopReason, batch_end
@@ -18,7 +19,15 @@ from pipeline.blackboard import Blackboard
 from pipeline.checkpoint import checkpoint_update
 from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.lock_objects import run_lock
-from pipeline.models import ACTIVE_RUN_STATUSES, PipelineRun, RunKind, RunStatus, StageRun
+from pipeline.models import (
+    ACTIVE_RUN_STATUSES,
+    GateQuestion,
+    GateStatus,
+    PipelineRun,
+    RunKind,
+    RunStatus,
+    StageRun,
+)
 from pipeline.queueing import enqueue_stage
 from pipeline.stage_claims import lease_seconds
 from projects.lock_objects import project_lock
@@ -85,6 +94,11 @@ def run_mark_error(*, run_id: int, error: str, stage: str | None = None) -> None
     project_lock(project_id)
     run = run_lock(run_id)
     if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING) or (stage is not None and run.stage != stage):
+        return  # finished, cancelled or moved on meanwhile (a redelivered twin committed it): nothing failed
+    if run.status == RunStatus.RUNNING and run.lease_expires_at is not None and run.lease_expires_at > timezone.now():
+        # Someone holds a live lease on the stage: a twin of this task is working on it (or this
+        # task's own lease, left when the database failed under it). That execution finishes or
+        # fails on its own; if its worker is dead the reconciler resumes the run once the lease expires.
         return
     board = Blackboard(run.blackboard)
     board.as_("orchestrator").write_control("error_retry", {"stage": run.stage, "error": error[:2000],
@@ -147,6 +161,8 @@ def run_cancel(*, run_id: int, user=None) -> None:
         return
     run.status, run.finished_at, run.lease_owner, run.lease_expires_at = RunStatus.CANCELLED, timezone.now(), "", None
     run.save()
+    # its NOVEL_ASK questions go with it: nobody can answer them any more (the run no longer waits)
+    GateQuestion.objects.filter(run=run, status=GateStatus.OPEN).update(status=GateStatus.CANCELLED)
     if run.kind == RunKind.PROMOTION:
         pass  # a post runs beside the book: the book's state is not its to change
     elif run.kind in (RunKind.CHAPTER, RunKind.REWRITE):
@@ -160,12 +176,18 @@ def run_cancel(*, run_id: int, user=None) -> None:
 
 def runs_reconcile(*, stale_after_seconds: int | None = None) -> list[int]:
     """Re-enqueue runs that should be moving but are not: a RUNNING run whose lease expired (its
-    worker died) and a QUEUED run untouched for a while (its wake-up message was lost).
+    worker died: a live worker renews its lease) and a QUEUED run untouched for a while (its
+    wake-up message was lost). A run queued after a failed attempt (``error`` set) is waiting for
+    its retry's backoff, which may be up to NOVELSITE_MAX_RETRY_COUNTDOWN: it counts as forgotten
+    only after that, so that the reconciler does not cut a rate limit's backoff short.
     Re-enqueueing is always safe: a task whose stage moved on does nothing."""
     now = timezone.now()
-    stale = now - timedelta(seconds=stale_after_seconds if stale_after_seconds is not None else lease_seconds())
+    stale_seconds = stale_after_seconds if stale_after_seconds is not None else lease_seconds()
+    stale = now - timedelta(seconds=stale_seconds)
+    backing_off = stale - timedelta(seconds=settings.NOVELSITE_MAX_RETRY_COUNTDOWN)
     expired = PipelineRun.objects.filter(status=RunStatus.RUNNING, lease_expires_at__lt=now)
-    forgotten = PipelineRun.objects.filter(status=RunStatus.QUEUED, updated_at__lt=stale)
+    forgotten = PipelineRun.objects.filter(
+        Q(error="", updated_at__lt=stale) | Q(updated_at__lt=backing_off), status=RunStatus.QUEUED)
     woken = []
     for run_id, stage in [*expired.values_list("pk", "stage"), *forgotten.values_list("pk", "stage")]:
         enqueue_stage(run_id, stage)

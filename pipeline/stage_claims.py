@@ -33,7 +33,9 @@ from projects.models import Project
 
 
 def lease_seconds() -> int:
-    return getattr(settings, "NOVELSITE_LEASE_SECONDS", settings.CELERY_TASK_TIME_LIMIT + 120)
+    """How long a lease lasts unless renewed: a worker renews it while its stage waits on the model
+    (``pipeline.lease_heartbeat``), so it only bounds how long a dead worker's stage stays stuck."""
+    return settings.NOVELSITE_LEASE_SECONDS
 
 
 def new_lease_owner() -> str:
@@ -114,6 +116,18 @@ def _lease_take(run_id: int, *, stage: str, owner: str, with_context: bool) -> P
                 db_value(PipelineRun, "lease_expires_at", now)], names,
         extra={"finished_executions": (f"{executions} IN (%s, %s)", [run_id, stage, "succeeded", "failed"]),
                "unfinished_executions": (f"{executions} = %s", [run_id, stage, "running"])})
+
+
+def lease_renew(*, claim: Claim) -> bool:
+    """Extend the lease ``claim`` holds by ``lease_seconds()`` from now; False (nothing written) if
+    the run is no longer running at the claim's stage under the claim's owner: another worker took
+    it over, or it was cancelled. One conditional UPDATE in autocommit, which locks only the run's
+    row for its own duration (no project lock: it changes nothing the project lock guards)."""
+    now = timezone.now()
+    renewed = PipelineRun.objects.filter(
+        pk=claim.run_id, stage=claim.stage, lease_owner=claim.owner, status=RunStatus.RUNNING,
+    ).update(lease_expires_at=now + timedelta(seconds=lease_seconds()))
+    return renewed == 1
 
 
 def _holding(run: PipelineRun, claim: Claim) -> None:

@@ -1,6 +1,7 @@
-"""Running one stage of a run: claim it, do the work with no lock held, then complete it (which
-enqueues the next stage) or record the failure. Called by ``stage_run_task``; safe to call twice
-for the same stage (the second call finds nothing to claim)."""
+"""Running one stage of a run: claim it, do the work with no lock held (a heartbeat renews its
+lease meanwhile), then complete it (which enqueues the next stage) or record the failure. Called
+by ``stage_run_task``; safe to call twice for the same stage (the second call finds nothing to
+claim)."""
 from __future__ import annotations
 
 import logging
@@ -13,6 +14,7 @@ from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext, chapter_context, context_restore, context_snapshot
 from pipeline.db_connection import connection_drop_if_broken
 from pipeline.errors import LeaseLost
+from pipeline.lease_heartbeat import LeaseHeartbeat
 from pipeline.llm.types import LLMError
 from pipeline.nightly import run_budget_stop
 from pipeline.runs import run_mark_error
@@ -67,14 +69,18 @@ def _run_claimed(claim, run_id: int, stage: str) -> None:
         step = REVISION_STEPS.get(stage) if claim.kind == RunKind.REWRITE else BOOK_STEPS.get(stage)
         if step is not None:
             project = claim.project or Project.objects.get(pk=claim.project_id)
-            outcome = step.execute(claim, project, Blackboard(claim.blackboard), on_text=on_text)
+            with LeaseHeartbeat(claim) as heartbeat:
+                outcome = step.execute(claim, project, Blackboard(claim.blackboard), on_text=on_text)
+            heartbeat.check()  # a stage that lost its lease while it worked writes nothing
             (step.finish or stage_complete)(claim=claim, outcome=outcome)
             progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
                            "next": outcome.next_stage, "status": outcome.status})
             return
         module = CHAPTER_STAGES[stage]
-        ctx, fresh = _stage_context(claim)
-        outcome = module.execute(claim, ctx, Blackboard(claim.blackboard), on_text=on_text)
+        with LeaseHeartbeat(claim) as heartbeat:
+            ctx, fresh = _stage_context(claim)
+            outcome = module.execute(claim, ctx, Blackboard(claim.blackboard), on_text=on_text)
+        heartbeat.check()
         if fresh:
             outcome.context = context_snapshot(ctx)
         if stage == "maintain":

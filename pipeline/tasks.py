@@ -60,12 +60,24 @@ def stage_run_task(self, *, run_id: int, stage: str) -> None:
     stage_run(run_id=run_id, stage=stage)
 
 
-@shared_task(ignore_result=True)
+# The database errors a reconciler cycle retries instead of losing the cycle.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+
+
+@shared_task(ignore_result=True, autoretry_for=DATABASE_ERRORS, retry_backoff=2, retry_backoff_max=30,
+             retry_jitter=False, max_retries=5)
 def runs_reconcile_task() -> int:
-    """Beat, every few minutes: wake runs whose worker died or whose message was lost."""
+    """Beat, every NOVELSITE_RECONCILE_SECONDS: wake runs whose worker died or whose message was
+    lost. A database error (a restart, a connection cut while the worker was idle) is retried on a
+    new connection within the minute, so the cycle is not lost."""
+    from pipeline.db_connection import connection_drop_if_broken
     from pipeline.runs import runs_reconcile
 
-    return len(runs_reconcile())
+    try:
+        return len(runs_reconcile())
+    except DATABASE_ERRORS:
+        connection_drop_if_broken()  # or the retry would fail again on the dead connection
+        raise
 
 
 @shared_task(acks_late=True, ignore_result=True)

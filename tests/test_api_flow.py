@@ -61,3 +61,50 @@ def test_from_brief_to_a_written_chapter_over_the_api(make_user):
     before_first = _ok(reviewer.get(f"{P}/state/at/0"))
     assert before_first["state_version"] < now["state_version"]
     assert _ok(reviewer.get(f"{P}/runs"))["results"][0]["id"] == run["id"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pausing_a_plan_that_waits_for_approval_cancels_its_question(make_user):
+    owner, reviewer = _client(make_user("owner")), _client(make_user("reviewer"))
+    _ok(owner.post("/api/projects", {"slug": "snow", "title": "雪原长夜", "brief": BRIEF}, format="json"), 201)
+    _ok(owner.post("/api/projects/snow/members", {"username": "reviewer", "role": "reviewer"}, format="json"), 201)
+    P = "/api/projects/snow"
+    _ok(owner.post(f"{P}/advance", {}, format="json"), 202)
+    question = _ok(reviewer.get(f"{P}/gates"))[0]
+    _ok(reviewer.post(f"{P}/gates/{question['id']}/answer",
+                      {"answers": {"platform": "qidian", "genre": "xuanhuan"}}, format="json"))
+    plan = _ok(owner.post(f"{P}/advance", {}, format="json"), 202)  # the plan waits for its approval
+    [approval] = _ok(reviewer.get(f"{P}/gates"))
+    assert approval["topic"] == "volume.01.plan_approval"
+
+    assert _ok(owner.post(f"{P}/pause"))["status"] == "cancelled"
+
+    assert _ok(reviewer.get(f"{P}/gates")) == []  # the cancelled plan's question is gone with it
+    refused = reviewer.post(f"{P}/gates/{approval['id']}/answer", {"answers": {"decision": "approve"}},
+                            format="json")
+    assert refused.status_code == 409
+    assert refused.json()["code"] == "pipeline_not_ready" and "cancelled" in refused.json()["message"]
+    assert _ok(owner.get(P))["orchestrator_state"] == "VOL_PLANNING"
+    # planning again asks again, and that question can be answered
+    again = _ok(owner.post(f"{P}/advance", {}, format="json"), 202)
+    assert again["run_id"] != plan["run_id"]
+    [fresh] = _ok(reviewer.get(f"{P}/gates"))
+    assert fresh["id"] != approval["id"]
+    _ok(reviewer.post(f"{P}/gates/{fresh['id']}/answer", {"answers": {"decision": "approve"}}, format="json"))
+    assert _ok(owner.get(P))["orchestrator_state"] == "WRITING"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancelling_a_waiting_run_by_id_cancels_its_question(make_user):
+    owner = _client(make_user("owner"))
+    _ok(owner.post("/api/projects", {"slug": "snow", "title": "雪原长夜", "brief": BRIEF}, format="json"), 201)
+    P = "/api/projects/snow"
+    run_id = _ok(owner.post(f"{P}/advance", {}, format="json"), 202)["run_id"]  # the quick start asks first
+    [question] = _ok(owner.get(f"{P}/gates"))
+
+    assert _ok(owner.post(f"{P}/runs/{run_id}/cancel"))["status"] == "cancelled"
+
+    assert _ok(owner.get(f"{P}/gates")) == []
+    refused = owner.post(f"{P}/gates/{question['id']}/answer",
+                         {"answers": {"platform": "qidian", "genre": "xuanhuan"}}, format="json")
+    assert refused.status_code == 409

@@ -11,6 +11,8 @@ worker's unacknowledged message after its 2 h visibility timeout.
 1. A 10-chapter batch through a worker commits 10 chapters, 10 state versions and changelog rows.
 2. SIGKILL of the worker (parent and pool children) in the middle of each stage kind still ends
    with every chapter committed exactly once; later duplicate deliveries change nothing.
+   A stage longer than its lease keeps it through the worker's heartbeat; SIGKILLed, it resumes
+   on a standby worker within the lease plus the reconciler's period.
 3. Two concurrent starts of one project: one run, one ``PipelineBusy``, never two in flight.
 4. LLM faults: at 20% a batch still completes through Celery's retries; at 100% the run stops in
    ERROR_RETRY with nothing committed, and a retry (once the fault is gone) commits it once.
@@ -306,6 +308,51 @@ def test_worker_killed_in_every_stage_kind_still_commits_each_chapter_once(slow_
     assert (StageRun.objects.filter(run__project=project).count(), LLMCall.objects.count()) == counts
     assert_committed_once(project, chapters)
     print(f"\n{len(kills)} kills, {chapters} chapters in {elapsed:.1f}s; {redelivered} lost messages redelivered")
+
+
+def test_a_live_stage_keeps_its_lease_and_a_killed_ones_resumes_within_lease_plus_reconcile_period(settings,
+                                                                                                     workers):
+    """Production's numbers scaled down: a 2 s lease (renewed by the worker's heartbeat) and the
+    reconciler every second. A draft of 15 s is never taken over while its worker
+    lives; once the worker is SIGKILLed, a standby worker resumes it within lease + period."""
+    lease, period, slack = 2, 1.0, 1.5
+    settings.NOVELSITE_LEASE_SECONDS = lease
+    project = writable_project(1)
+    diagnostics = workers.diagnostics(project)
+    worker = workers.start(offline={"latency_ms": 15_000}, lease_seconds=lease)
+    run = chapter_run_start(project_id=project.pk)
+    drafting = wait_for(lambda: running_at(project, "draft"), timeout=60, what="the draft running",
+                        diagnostics=diagnostics)
+    owner = drafting.lease_owner
+    workers.start(lease_seconds=lease)  # a standby, idle: the queue is empty while the draft runs
+
+    # alive: three lease lengths pass with the reconciler running, and nobody takes the stage over
+    _reconcile_for(3 * lease, period)
+    drafting.refresh_from_db()
+    assert (drafting.stage, drafting.status, drafting.lease_owner) == ("draft", RunStatus.RUNNING, owner)
+    assert drafting.lease_expires_at > timezone.now()  # renewed all along
+    assert list(StageRun.objects.filter(run=run).values_list("status", flat=True)) == ["running"]
+
+    killed_at = timezone.now()
+    worker.kill()
+    resumed = wait_for(lambda: StageRun.objects.filter(run=run, stage="draft", started_at__gt=killed_at).first(),
+                       timeout=30, what="the killed draft resumed", every=runs_reconcile, every_seconds=period,
+                       diagnostics=diagnostics)
+    waited = (resumed.started_at - killed_at).total_seconds()
+    assert waited <= lease + period + slack, f"resumed {waited:.1f}s after the kill"
+    assert resumed.attempt == 1  # the same attempt, resumed: its stored LLM calls are reused
+    wait_for(batch_done(project, 1), timeout=60, what="the chapter committed", every=runs_reconcile,
+             every_seconds=period, diagnostics=diagnostics)
+    assert_committed_once(project, 1)
+    print(f"\nthe killed draft resumed {waited:.1f}s after the kill (lease {lease}s, reconciler every {period}s)")
+
+
+def _reconcile_for(seconds: float, period: float) -> None:
+    """Run the reconciler every ``period`` seconds for ``seconds``, as beat would."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        runs_reconcile()
+        time.sleep(period)
 
 
 # --- 3. concurrent starts ------------------------------------------------------------------------

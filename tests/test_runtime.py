@@ -369,3 +369,20 @@ def test_postgresql_connection_supports_select_for_update(django_user_model):
         locked = list(django_user_model.objects.select_for_update().filter(pk=user.pk))
         assert locked == [user]
         assert connection.in_atomic_block
+
+
+# --- 3. Workers are kept up when the broker fails (issue #15 item 11) ----------------------------
+
+
+def test_a_worker_keeps_reconnecting_to_a_lost_broker_instead_of_giving_up():
+    from novelsite.celery import app
+
+    # Celery's default gives up after 100 reconnection attempts (about 50 minutes) and exits
+    assert app.conf.broker_connection_max_retries is None
+
+
+def test_the_compose_stack_restarts_workers_and_beat_that_exit():
+    yaml = pytest.importorskip("yaml")
+    compose = yaml.safe_load((PROJECT_ROOT / "docker" / "compose.yaml").read_text())
+    for service in ("worker", "beat"):
+        assert compose["services"][service]["restart"] in ("always", "unless-stopped"), service
