@@ -2,7 +2,7 @@
 pipeline/web_urls.py under the same /p/<slug>/ prefix."""
 from django.urls import path
 
-from projects.views import character_edit, chapters, downloads, projects, world, world_text
+from projects.views import character_edit, chapters, contract_edit, downloads, projects, world, world_text
 
 urlpatterns = [
     path("", projects.project_list, name="projects-home"),
@@ -23,5 +23,7 @@ urlpatterns = [
     path("p/<slug:slug>/world/characters/<str:key>/", world_text.world_text_view, {"kind": "characters"},
          name="world-character"),
     path("p/<slug:slug>/state/", world.state_view, name="state"),
+    path("p/<slug:slug>/contracts/", contract_edit.contract_list, name="contract-list"),
+    path("p/<slug:slug>/contracts/<int:chapter>/edit/", contract_edit.contract_edit, name="contract-edit"),
     path("p/<slug:slug>/download/<str:kind>/", downloads.book_download, name="download"),
 ]

@@ -51,7 +51,8 @@ class CharacterForm(forms.Form):
 class ContractForm(forms.Form):
     id = forms.RegexField(label=gettext_lazy("Id"), regex=r"^C-[A-Z0-9]+(?:-[A-Z0-9]+)*$", max_length=80,
                           help_text=gettext_lazy("Like C-LIN-FENG-001: capitals, digits and hyphens."))
-    type = forms.ChoiceField(label=gettext_lazy("Kind"), choices=CONTRACT_TYPES)
+    # a blank first choice: an unused extra row posts nothing and stays empty
+    type = forms.ChoiceField(label=gettext_lazy("Kind"), choices=[("", "—"), *CONTRACT_TYPES])
     rule = forms.CharField(label=gettext_lazy("Rule"), max_length=2000, widget=forms.Textarea(attrs={"rows": 2}))
     valid_from_chapter = forms.IntegerField(label=gettext_lazy("From chapter"), min_value=0, required=False)
     valid_until = forms.IntegerField(label=gettext_lazy("Until chapter"), min_value=0, required=False)
