@@ -28,7 +28,7 @@ def policy(settings):
 
 
 def web(world, who: str) -> Client:  # noqa: F811
-    client = Client()
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")  # the messages below are checked in English
     client.force_login(world.users[who])
     return client
 
@@ -162,6 +162,7 @@ def _zip_of_a_tree() -> io.BytesIO:
 def test_a_person_owns_at_most_the_limit_of_projects_on_every_path(world, policy):  # noqa: F811
     policy(max_projects_per_user=2)  # the owner owns the sample project already
     api = world.client("owner")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {world.tokens['owner']}", HTTP_ACCEPT_LANGUAGE="en")
     assert api.post("/api/projects", {"slug": "second", "title": "二", "brief": "简介"}, format="json").status_code == 201
 
     by_api = api.post("/api/projects", {"slug": "third", "title": "三", "brief": "简介"}, format="json")
@@ -180,7 +181,7 @@ def test_a_person_owns_at_most_the_limit_of_projects_on_every_path(world, policy
 def test_staff_are_not_limited_in_projects(world, policy, make_user):  # noqa: F811
     policy(max_projects_per_user=0)
     staff = make_user("staffer", staff=True)
-    client = Client()
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
     client.force_login(staff)
     response = client.post(reverse("project-create-web"), {"title": "三", "slug": "staff-book", "brief": "简介"})
     assert response.status_code == 302
