@@ -2,7 +2,16 @@
 pipeline/web_urls.py under the same /p/<slug>/ prefix."""
 from django.urls import path
 
-from projects.views import character_edit, chapters, contract_edit, downloads, projects, world, world_text
+from projects.views import (
+    chapters,
+    character_edit,
+    contract_edit,
+    downloads,
+    projects,
+    story_object_edit,
+    world,
+    world_text,
+)
 
 urlpatterns = [
     path("", projects.project_list, name="projects-home"),
@@ -17,12 +26,14 @@ urlpatterns = [
     path("p/<slug:slug>/chapters/<int:number>/history/", chapters.chapter_history, name="chapter-history"),
     path("p/<slug:slug>/world/", world.world_view, name="world"),
     path("p/<slug:slug>/world/docs/<str:key>/", world_text.world_text_view, {"kind": "docs"}, name="world-doc"),
-    path("p/<slug:slug>/world/characters/new/", character_edit.character_edit, name="character-new"),
-    path("p/<slug:slug>/world/characters/<slug:character_slug>/edit/", character_edit.character_edit,
-         name="character-edit"),
     path("p/<slug:slug>/world/characters/<str:key>/", world_text.world_text_view, {"kind": "characters"},
          name="world-character"),
     path("p/<slug:slug>/state/", world.state_view, name="state"),
+    # editing pages live under edit/, so that no name of a document or a character can clash with "new"
+    path("p/<slug:slug>/edit/characters/new/", character_edit.character_edit, name="character-new"),
+    path("p/<slug:slug>/edit/characters/<slug:character_slug>/", character_edit.character_edit, name="character-edit"),
+    path("p/<slug:slug>/edit/<str:kind>/new/", story_object_edit.story_object_edit, name="story-new"),
+    path("p/<slug:slug>/edit/<str:kind>/<str:key>/", story_object_edit.story_object_edit, name="story-edit"),
     path("p/<slug:slug>/contracts/", contract_edit.contract_list, name="contract-list"),
     path("p/<slug:slug>/contracts/<int:chapter>/edit/", contract_edit.contract_edit, name="contract-edit"),
     path("p/<slug:slug>/download/<str:kind>/", downloads.book_download, name="download"),

@@ -45,7 +45,7 @@ def test_a_writer_edits_a_character_and_a_chapter_contract(page, live_server, ma
     # the character: a contract's rule changed, one contract added
     page.goto(f"{live_server.url}/p/{project.slug}/world/")
     page.locator("#characters summary", has_text="lin-feng").get_by_role("link", name=words["edit"]).click()
-    expect(page).to_have_url(re.compile(r"/world/characters/lin-feng/edit/$"))
+    expect(page).to_have_url(re.compile(r"/edit/characters/lin-feng/$"))
     page.fill("[name=contracts-0-rule]", "遇事先怀疑，查清再动手")
     page.fill("[name=contracts-1-id]", "C-LIN-FENG-002")
     page.select_option("[name=contracts-1-type]", "speech")

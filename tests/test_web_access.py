@@ -51,6 +51,18 @@ PAGES = [
     ("post", "promotions", [], Action.EDIT, 200),  # empty form: refused, the list again with the reason
     ("get", "promotion", ["PROMO"], Action.READ, 200),
     ("post", "promotion-regenerate", ["PROMO"], Action.EDIT, 302),  # no step named: refused, back to the post
+    ("get", "download", ["epub"], Action.READ, 200),
+    ("get", "download", ["txt"], Action.READ, 200),
+    ("get", "download", ["zip"], Action.READ, 200),
+    ("get", "character-new", [], Action.EDIT, 200),
+    ("post", "character-new", [], Action.EDIT, 200),  # empty form: shown again with errors
+    ("get", "character-edit", ["lin-feng"], Action.EDIT, 200),
+    ("post", "character-edit", ["lin-feng"], Action.EDIT, 200),
+    ("get", "contract-list", [], Action.READ, 200),
+    ("get", "story-new", ["docs"], Action.EDIT, 200),
+    ("post", "story-new", ["rules"], Action.EDIT, 200),
+    ("get", "story-edit", ["docs", "geography"], Action.EDIT, 200),
+    ("post", "story-edit", ["docs", "geography"], Action.EDIT, 200),
 ]
 
 
