@@ -37,7 +37,8 @@
     box.querySelector(".bar").setAttribute("aria-valuenow", String(percent));
     var label = box.querySelector('[data-field="label"]');
     if (data.active || streaming) {
-      label.textContent = (data.kind || "") + " · " + (streaming || data.stage) +
+      var stageLabel = streaming ? (data.stream.stage_label || streaming) : (data.stage_label || data.stage);
+      label.textContent = (data.kind_label || data.kind || "") + " · " + stageLabel +
         ((data.chapter || data.stream.chapter) ? " · #" + (data.chapter || data.stream.chapter) : "");
     }
     var chars = box.querySelector('[data-field="chars"]');
@@ -50,7 +51,9 @@
       stages.forEach(function (s) {
         var li = document.createElement("li");
         li.className = s.status;
-        li.textContent = s.stage;
+        li.textContent = s.label || s.stage;
+        li.title = s.stage;
+        li.setAttribute("data-code", s.stage);
         list.appendChild(li);
       });
     }
