@@ -68,7 +68,7 @@ def yes_no(value: bool) -> str:
 # --- the story's vocabulary ----------------------------------------------------------------------
 
 labels_register("state", {  # facts §3 orchestrator states
-    "INIT": _("New project"),
+    "INIT": _("Just created"),
     "QUICK_START": _("Quick start"),
     "VOL_PLANNING": _("Planning a volume"),
     "WRITING": _("Writing"),

@@ -44,7 +44,9 @@
     var chars = box.querySelector('[data-field="chars"]');
     chars.textContent = data.stream && data.stream.chars ? data.stream.chars + " 字" : "";
     var tail = box.querySelector('[data-field="tail"]');
-    if (tail) tail.textContent = (data.stream && data.stream.tail) || "";  // the text as it is written
+    // the text as it is written; a run that stopped (at a question, say) shows none
+    var writing = !data.active || data.status === "running";
+    if (tail) tail.textContent = (writing && data.stream && data.stream.tail) || "";
     var list = box.querySelector('[data-field="stages"]');
     if (stages.length) {
       list.innerHTML = "";
