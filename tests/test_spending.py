@@ -28,7 +28,7 @@ def policy(settings):
 
 
 def web(world, who: str) -> Client:  # noqa: F811
-    client = Client()
+    client = Client(headers={"Accept-Language": "en"})  # the refusals are translated; these tests read English
     client.force_login(world.users[who])
     return client
 
