@@ -16,6 +16,10 @@ class PipelineConfig(AppConfig):
         from projects.filetree.hooks import register_extension
 
         register_extension("promotions/", writer=promotions_of, reader=promotions_import)
+        # the pipeline's codes in human words, for the web pages (projects.labels)
+        from pipeline.labels import register_pipeline_labels
+
+        register_pipeline_labels()
         # the NOVEL_ASK answer handlers of each step kind register themselves on import
         import pipeline.chapter_gate  # noqa: F401
         import pipeline.stage_runner  # noqa: F401  (quick start, planning and review steps)

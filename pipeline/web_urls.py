@@ -1,7 +1,7 @@
 """Pipeline web pages under /p/<slug>/ (the story pages are in projects/urls.py)."""
 from django.urls import path
 
-from pipeline.views import dashboard, gates, promotions, runs
+from pipeline.views import dashboard, gates, promotions, runs, trial
 
 urlpatterns = [
     path("p/<slug:slug>/", dashboard.dashboard, name="dashboard"),
@@ -13,6 +13,7 @@ urlpatterns = [
     path("p/<slug:slug>/gates/", gates.gate_list, name="gates"),
     path("p/<slug:slug>/gates/<int:question_id>/answer/", gates.gate_answer, name="gate-answer-web"),
     path("p/<slug:slug>/plan/", gates.plan_view, name="plan"),
+    path("p/<slug:slug>/trial/", trial.trial_view, name="trial"),
     path("p/<slug:slug>/plan/decide/", gates.plan_decide, name="plan-decide"),
     path("p/<slug:slug>/plan/edit/", gates.plan_edit, name="plan-edit"),
     path("p/<slug:slug>/chapters/<int:number>/rewrite/", dashboard.chapter_rewrite_view, name="chapter-rewrite"),

@@ -1,6 +1,7 @@
 """Reading an evaluation in either of its shapes (facts §10.11, §15.7)."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -33,3 +34,78 @@ def chapter_log_columns(data: dict[str, Any]) -> dict[str, Any]:
         "total_cost_usd": Decimal(str(cost)) if isinstance(cost, (int, float)) else None,
         "gate_decision": str(data.get("gate_decision") or ""),
     }
+
+
+CONTRACT_LEVELS = ("l1_checks", "l2_checks", "l3_checks", "ls_checks")  # facts §10.11 contract_verification
+
+
+@dataclass(frozen=True)
+class DimensionScore:
+    code: str  # a SCORE_DIMENSIONS name or hook_strength
+    score: Any
+    weight: Any
+    reason: str
+    evidence: Any
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    """An evaluation laid out for a reader: the numbers, each dimension with its reason and
+    evidence, the contract checks by level, the fixes asked for and the deterministic findings."""
+
+    overall: Any
+    recommendation: str
+    gate_decision: str
+    force_passed: bool
+    revisions: int
+    dimensions: list[DimensionScore]
+    contract_checks: list[tuple[str, list[Any]]]  # (level, items) for the levels that have items
+    has_violations: bool | None
+    required_fixes: list[str]
+    issues: list[Any] = field(default_factory=list)
+    strengths: list[Any] = field(default_factory=list)
+    risk_flags: list[Any] = field(default_factory=list)
+    deterministic_checks: dict[str, Any] = field(default_factory=dict)
+
+
+def _fix_text(fix: Any) -> str:
+    if isinstance(fix, dict):
+        instruction = str(fix.get("instruction") or fix.get("description") or "")
+        return instruction or ", ".join(f"{k}: {v}" for k, v in fix.items())
+    return str(fix)
+
+
+def evaluation_report(data: dict[str, Any] | None, *, gate: dict[str, Any] | None = None,
+                      checks: dict[str, Any] | None = None) -> EvaluationReport:
+    """``data`` in either shape (flat or ``{eval_used, metadata}``); ``gate`` and ``checks`` are
+    the staged gate result and deterministic checks of a chapter not committed yet (a committed
+    evaluation carries both inside ``data``)."""
+    data = data if isinstance(data, dict) else {}
+    used = data.get("eval_used") if isinstance(data.get("eval_used"), dict) else data
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    columns = evaluation_columns({**data, **({"gate": gate} if gate else {})})
+    if gate and gate.get("overall") is not None:
+        columns["overall"] = gate["overall"]
+    scores = used.get("scores") if isinstance(used.get("scores"), dict) else {}
+    dimensions = []
+    for code, value in scores.items():
+        value = value if isinstance(value, dict) else {"score": value}
+        dimensions.append(DimensionScore(code=str(code), score=value.get("score"), weight=value.get("weight"),
+                                         reason=str(value.get("reason") or ""), evidence=value.get("evidence")))
+    verification = used.get("contract_verification") if isinstance(used.get("contract_verification"), dict) else {}
+    levels = [(level, verification[level]) for level in CONTRACT_LEVELS
+              if isinstance(verification.get(level), list) and verification[level]]
+    if checks is None:
+        checks = metadata.get("deterministic_checks") or data.get("deterministic_checks") or {}
+
+    def listed(key: str) -> list[Any]:
+        value = used.get(key)
+        return value if isinstance(value, list) else []
+
+    return EvaluationReport(
+        overall=columns["overall"], recommendation=columns["recommendation"],
+        gate_decision=columns["gate_decision"], force_passed=columns["force_passed"], revisions=columns["revisions"],
+        dimensions=dimensions, contract_checks=levels, has_violations=verification.get("has_violations"),
+        required_fixes=[_fix_text(f) for f in listed("required_fixes")], issues=listed("issues"),
+        strengths=listed("strengths"), risk_flags=listed("risk_flags"),
+        deterministic_checks=checks if isinstance(checks, dict) else {})

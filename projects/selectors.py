@@ -7,7 +7,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
 from projects.errors import NotFound, PermissionDenied
-from projects.models import Foreshadowing, Membership, Project
+from projects.models import Character, Foreshadowing, Membership, Project
 from projects.permissions import Action, role_allows, roles_allowing
 
 # facts §12: dormancy thresholds per scope, shifted by the genre's drive type (minimum 1)
@@ -216,3 +216,8 @@ def volumes_with_counts(*, project: Project) -> QuerySet:
 
     return (Volume.objects.filter(project=project).only("number", "title", "status")
             .annotate(chapter_count=Count("chapters"), chapter_words=Sum("chapters__word_count")).order_by("number"))
+
+
+def character_names(*, project: Project) -> dict[str, str]:
+    """Character slug -> display name, for showing ids in JSON documents as names (one query)."""
+    return dict(Character.objects.filter(project=project).values_list("slug", "display_name"))

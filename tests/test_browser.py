@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.conftest import shot
+from tests.conftest import SHOTS, shot
 
 # PostgreSQL: the live server answers the page's progress polls while another of its threads runs
 # the stages of a request; SQLite's in-memory test database is one connection shared by those
@@ -37,7 +37,7 @@ def take_next_step(page) -> None:
     """The button posts in the background, then the page reloads the dashboard."""
     with page.expect_navigation(timeout=TIMEOUT_MS):
         page.click("#take-next-step")
-    shot(page, "after-" + page.locator("#next-step").inner_text().replace(":", "-"))
+    shot(page, "after-" + (page.locator("#next-step").get_attribute("data-code") or "none").replace(":", "-"))
 
 
 def test_from_log_in_to_an_edited_chapter(page, live_server, make_user):
@@ -70,7 +70,9 @@ def journey(page, live_server) -> None:
     shot(page, "02-create")
     page.click("#create-form button[type=submit]")
     expect(page).to_have_url(f"{live_server.url}/p/snow/")
-    expect(page.locator("#next-step")).to_have_text("quickstart:world")
+    expect(page.locator("#next-step")).to_have_attribute("data-code", "quickstart:world")
+    expect(page.locator("#next-step")).to_have_text("快速开始 · 世界观")  # words, not the step id
+    expect(page.locator("#orchestrator-state")).to_have_text("刚创建")
 
     # the quick start stops at the platform/genre gate, answered on the gates page
     take_next_step(page)
@@ -79,7 +81,7 @@ def journey(page, live_server) -> None:
     page.locator("input[name=q-genre]").first.check()
     shot(page, "03-gate")
     page.click(".gate-form button[type=submit]")
-    expect(page.locator("#next-step")).to_have_text("volume:outline")
+    expect(page.locator("#next-step")).to_have_attribute("data-code", "volume:outline")
 
     # the volume plan: staged, reviewed, approved
     take_next_step(page)
@@ -87,7 +89,8 @@ def journey(page, live_server) -> None:
     expect(page.locator("h1")).to_have_text("卷规划")
     shot(page, "04-plan")
     page.click("#approve-plan")
-    expect(page.locator("#next-step")).to_have_text("chapter:001:draft")
+    expect(page.locator("#next-step")).to_have_attribute("data-code", "chapter:001:draft")
+    expect(page.locator("#next-step")).to_have_text("第 1 章 · 起草")
 
     # write chapter 1 and watch the progress fragment while the request runs the stages
     page.click("#write-next")
@@ -139,3 +142,54 @@ def test_the_new_project_form_fills_the_slug_from_the_title_and_keeps_a_typed_on
     page.locator("#create-form input[name=title]").press_sequentially("二")
     page.wait_for_timeout(600)
     expect(page.locator("#create-form input[name=slug]")).to_have_value("fog")
+
+
+def test_a_reviewer_reads_a_paused_chapter_and_decides(page, live_server, make_user, settings):
+    """The judge paused chapter 2 (after one revision): the reviewer reads the staged text, the
+    scores with their reasons, the checks and the diff on the gates page, in Chinese and in
+    English, and accepts it."""
+    from playwright.sync_api import expect
+
+    from projects.models import Membership, Role
+    from tests.sample_pages import paused_demo
+
+    owner, reviewer = make_user("owner"), make_user("reviewer")
+    demo, question = paused_demo(settings, owner)
+    Membership.objects.create(project=demo, user=reviewer, role=Role.REVIEWER)
+    settings.NOVELSITE_OFFLINE = {}
+    page.set_default_timeout(TIMEOUT_MS)
+    expect.set_options(timeout=20_000)
+    try:
+        page.goto(f"{live_server.url}/login/")
+        page.fill("input[name=username]", "reviewer")
+        page.fill("input[name=password]", "pw-reviewer")
+        page.click("button[type=submit].primary")
+        page.goto(f"{live_server.url}/p/{demo.slug}/")
+        expect(page.locator("#next-step")).to_have_text("第 2 章 · 评审")
+        page.click("#answer-question")  # a reviewer may answer: the dashboard links to the question
+        section = page.locator(f"#q{question.pk}")
+        expect(section.locator("#staged-chapter p").first).to_be_visible()
+        expect(section.locator("#judge-evaluation")).to_contain_text("情节逻辑")
+        expect(section.locator("#judge-evaluation")).to_contain_text("离线评审")  # each dimension's reason
+        expect(section.locator("#checks")).to_contain_text("评审前的检查")
+        expect(section.locator("#revision-diff")).to_contain_text("让老人的身份更早露出破绽")
+        expect(section.locator(".gate-form")).to_contain_text("按现状接受并提交本章")
+        shot(page, "11-paused-chapter-zh")
+        page.screenshot(path=str(SHOTS / "11-paused-chapter-zh-top.png"))  # what the reviewer sees first
+
+        page.select_option("select[name=language]", "en")
+        expect(section.locator("#judge-evaluation")).to_contain_text("Plot logic")
+        expect(section.locator(".gate-form")).to_contain_text("Accept it as it is and commit the chapter")
+        shot(page, "12-paused-chapter-en")
+        page.locator("#judge-evaluation").scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "12-paused-chapter-en-evaluation.png"))
+
+        section.locator("input[name=q-decision][value=accept]").check()
+        with page.expect_navigation(timeout=TIMEOUT_MS):
+            section.locator(".gate-form button[type=submit]").click()
+        expect(page.locator("#chapters-written")).to_have_text("2")
+        expect(page.locator("#orchestrator-state")).to_have_text("Writing")
+        shot(page, "13-accepted-en")
+    except Exception:
+        shot(page, "failure-review")
+        raise

@@ -34,6 +34,7 @@ PAGES = [
     ("get", "gates", [], Action.READ, 200),
     ("post", "gate-answer-web", ["QUESTION"], Action.DECIDE, 302),  # invalid answer: back to the gates
     ("get", "plan", [], Action.READ, 200),
+    ("get", "trial", [], Action.READ, 200),
     ("post", "plan-decide", [], Action.DECIDE, 404),  # no plan waits: nothing to decide
     ("post", "plan-edit", [], Action.EDIT, 404),  # no plan waits: nothing to edit
     ("post", "chapter-rewrite", [1], Action.EDIT, 302),  # refused (the book is not writing): back to the dashboard

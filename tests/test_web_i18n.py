@@ -10,6 +10,7 @@ import pytest
 
 LOCALE = Path(__file__).resolve().parent.parent / "locale"
 ENTRY = re.compile(r'^msgid ((?:".*"\n)+)msgstr ((?:".*"\n?)+)', re.M)
+CONTEXT = re.compile(r'^msgctxt ((?:".*"\n)+)', re.M)
 
 
 def po_entries(path: Path) -> dict[str, str]:
@@ -23,7 +24,9 @@ def po_entries(path: Path) -> dict[str, str]:
             continue
         match = ENTRY.search(chunk + "\n")
         if match:
-            entries[text(match.group(1))] = text(match.group(2))
+            context = CONTEXT.search(chunk)  # pgettext: the catalogue keys it as "context\x04msgid"
+            prefix = text(context.group(1)) + "\x04" if context else ""
+            entries[prefix + text(match.group(1))] = text(match.group(2))
     entries.pop("", None)
     return entries
 

@@ -16,8 +16,9 @@ def _scale(values: list[float], lo: float | None, hi: float | None) -> tuple[flo
 
 
 def line_chart(xs: list[int], series: dict[str, list[float | None]], *, title: str, lo: float | None = None,
-               hi: float | None = None) -> SafeString:
-    """One polyline per series over the chapter numbers ``xs``; gaps (None) are skipped."""
+               hi: float | None = None, codes: dict[str, str] | None = None) -> SafeString:
+    """One polyline per series over the chapter numbers ``xs``; gaps (None) are skipped. Series are
+    named by their labels; ``codes`` maps a label to its raw code, kept in the legend's tooltip."""
     values = [v for points in series.values() for v in points if v is not None]
     if not xs or not values:
         return mark_safe(f'<p class="muted">{escape(title)}: —</p>')
@@ -36,7 +37,9 @@ def line_chart(xs: list[int], series: dict[str, list[float | None]], *, title: s
         parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.8" points="{coords}"/>')
         parts.extend(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5" fill="{colour}"><title>{x}: {v:.3g}</title></circle>'
                      for px, py, x, v in drawn)
-        legend.append(f'<span class="legend" style="--c:{colour}">{escape(name)}</span>')
+        code = (codes or {}).get(name)
+        coded = f' title="{escape(code)}" data-code="{escape(code)}"' if code else ""
+        legend.append(f'<span class="legend" style="--c:{colour}"{coded}>{escape(name)}</span>')
     return mark_safe(_svg(title, parts) + f'<div class="legends">{"".join(legend)}</div>')
 
 

@@ -25,6 +25,7 @@ from pipeline.selectors import (
 from pipeline.spending import llm_work_admit
 from pipeline.views.charts import bar_chart, line_chart
 from projects.errors import NovelsiteError
+from projects.labels import label
 from projects.permissions import Action
 from projects.query_params import plain_int
 from projects.selectors import project_status
@@ -51,10 +52,12 @@ def dashboard(request, slug: str):
 def _charts(metrics) -> dict:
     xs = [m.number for m in metrics]
     dimensions = sorted({name for m in metrics for name in m.scores})
+    names = {d: label("dimension", d) for d in dimensions}
     return {
         "overall": line_chart(xs, {_("overall"): [m.overall for m in metrics]}, title=_("Overall score"), lo=0, hi=5),
-        "dimensions": line_chart(xs, {d: [m.scores.get(d) for m in metrics] for d in dimensions},
-                                 title=_("Score by dimension"), lo=0, hi=5),
+        "dimensions": line_chart(xs, {names[d]: [m.scores.get(d) for m in metrics] for d in dimensions},
+                                 title=_("Score by dimension"), lo=0, hi=5,
+                                 codes={names[d]: d for d in dimensions}),
         "cost": bar_chart(xs, [m.cost for m in metrics], title=_("Cost per chapter (USD)"), unit="$"),
         "tokens": bar_chart(xs, [m.input_tokens + m.output_tokens + m.cache_read_tokens for m in metrics],
                             title=_("Tokens per chapter")),
@@ -74,7 +77,18 @@ def _charts(metrics) -> dict:
 def progress_view(request, slug: str):
     """The live progress fragment the dashboard polls (JSON)."""
     access = project_access(request, slug)
-    return JsonResponse(run_progress(project=access.project))
+    return JsonResponse(progress_with_labels(run_progress(project=access.project)))
+
+
+def progress_with_labels(progress: dict) -> dict:
+    """The progress with the human words the page shows beside each code (``*_label``)."""
+    labelled = {**progress, "kind_label": label("run_kind", progress.get("kind")),
+                "stage_label": label("step", progress.get("stage"))}
+    stream = progress.get("stream") or {}
+    if stream.get("stage"):
+        labelled["stream"] = {**stream, "stage_label": label("step", stream["stage"])}
+    labelled["stages"] = [{**s, "label": label("step", s.get("stage"))} for s in progress.get("stages") or []]
+    return labelled
 
 
 def _with_progress(project_id: int, work):

@@ -2,7 +2,6 @@
 diff against its previous version, approved or regenerated through its gate."""
 from __future__ import annotations
 
-import difflib
 import json
 
 from django.contrib import messages
@@ -16,20 +15,72 @@ from pipeline.gates import gate_answer_submit
 from pipeline.models import GateQuestion, GateStatus
 from pipeline.selectors import gates_open, run_active
 from pipeline.spending import llm_work_admit
+from pipeline.staged_reading import chapter_review
 from projects.errors import NovelsiteError
+from projects.labels import label
 from projects.permissions import Action
+from projects.selectors import character_names
+from projects.text_diff import line_diff
 from projects.views.access import flash_error, page_context, project_access
 
 
 def question_fields(question: GateQuestion) -> list[dict]:
-    """The questions of a spec with the template's needs: input name, options, default, kind."""
+    """The questions of a spec with the template's needs: input name, options, default, kind, and
+    the words a person reads (``display_*``, ``text``): translated for the pipeline's own questions,
+    the spec's text for others. An option's value stays its code."""
     fields = []
     for q in question.spec.get("questions", []):
         default = q.get("default")
         defaults = default if isinstance(default, list) else [default] if default else []
-        fields.append({**q, "name": f"q-{q['id']}", "defaults": defaults,
-                       "options": [o if isinstance(o, dict) else {"label": o} for o in q.get("options", [])]})
+        header, text = question_words(question.topic, q)
+        options = []
+        for option in q.get("options", []):
+            option = option if isinstance(option, dict) else {"label": option}
+            shown = answer_label(q.get("id"), option.get("label"))
+            helps = label("answer_help", option.get("label"))
+            description = helps if helps != str(option.get("label")) else str(option.get("description") or "")
+            options.append({**option, "text": shown, "help": "" if description == shown else description})
+        fields.append({**q, "name": f"q-{q['id']}", "defaults": defaults, "options": options,
+                       "display_header": header, "display_question": text})
     return fields
+
+
+def question_words(topic: str, question: dict) -> tuple[str, str]:
+    """(header, question) of one question of a QuestionSpec, in the page's language when the
+    pipeline asked it (seed 003 specs carry Chinese text; an outside executor's are shown as they are)."""
+    qid, kind = question.get("id"), topic.rsplit(".", 1)[-1]
+    number = next((int(part) for part in topic.split(".") if part.isdigit()), 0)
+    known = {
+        ("platform_binding", "platform"): (_("Platform"), _("Where will the novel be published?")),
+        ("platform_binding", "genre"): (_("Genre"), _("What kind of novel is it?")),
+        ("judge_pause", "decision"): (_("Chapter %(n)d needs a decision") % {"n": number},
+                                      _("Read the chapter and the judge's reasons, then decide.")),
+        ("judge_pause", "notes"): (_("Notes"), _("Concrete notes for the writer (optional)")),
+        ("plan_approval", "decision"): (_("Volume %(n)d plan") % {"n": number},
+                                        _("Review the plan, then decide.")),
+        ("plan_approval", "notes"): (_("Notes"), _("Notes for a regenerated plan (optional)")),
+    }
+    return known.get((kind, qid), (str(question.get("header") or ""), str(question.get("question") or "")))
+
+
+def answer_label(question_id, value) -> str:
+    """An answer in words: a decision, a platform or a genre by its label; other text as it is."""
+    if isinstance(value, list):
+        return "、".join(answer_label(question_id, v) for v in value)
+    kind = {"platform": "platform", "genre": "genre"}.get(question_id, "answer")
+    return label(kind, value)
+
+
+def answered_rows(question: GateQuestion) -> list[tuple[str, str, str]]:
+    """A stored answer as (question, answer in words, raw value) rows."""
+    specs = {q.get("id"): q for q in question.spec.get("questions", [])}
+    answers = ((getattr(question, "answer", None) and question.answer.answer) or {}).get("answers") or {}
+    rows = []
+    for qid, value in answers.items():
+        header = question_words(question.topic, specs.get(qid, {"id": qid}))[0] or str(qid)
+        raw = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        rows.append((header, answer_label(qid, value), raw))
+    return rows
 
 
 def answers_from_post(question: GateQuestion, post) -> dict:
@@ -52,9 +103,11 @@ def answers_from_post(question: GateQuestion, post) -> dict:
 @login_required
 def gate_list(request, slug: str):
     access = project_access(request, slug)
-    questions = [{"question": q, "fields": question_fields(q)} for q in gates_open(project=access.project)]
-    answered = (GateQuestion.objects.filter(project=access.project, status=GateStatus.ANSWERED)
-                .select_related("answer", "answer__answered_by").order_by("-pk")[:20])
+    questions = [{"question": q, "fields": question_fields(q), "review": chapter_review(q)}
+                 for q in gates_open(project=access.project)]
+    answered = [{"question": q, "rows": answered_rows(q)} for q in
+                GateQuestion.objects.filter(project=access.project, status=GateStatus.ANSWERED)
+                .select_related("answer", "answer__answered_by").order_by("-pk")[:20]]
     return render(request, "pipeline/gates.html", page_context(access, questions=questions, answered=answered))
 
 
@@ -83,13 +136,16 @@ def _plan_run(project):
     return run
 
 
-def _diff(old: str, new: str) -> list[tuple[str, str]]:
-    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=2)
-    return [(line[:1] or " ", line[1:]) for line in list(lines)[2:]]
-
-
 def _as_text(value) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)
+
+
+def _contracts_in_order(contracts) -> list[tuple[int, dict]]:
+    """The staged contracts by chapter number (their keys are strings in the blackboard's JSON)."""
+    if not isinstance(contracts, dict):
+        return []
+    rows = [(int(k), v) for k, v in contracts.items() if str(k).isdigit()]
+    return sorted(rows, key=lambda row: row[0])
 
 
 @login_required
@@ -104,10 +160,11 @@ def plan_view(request, slug: str):
         previous = history[-1] if history else None
         context.update(
             plan=plan, outline=plan.get("outline", ""), validation=board.get("control", {}).get("plan_validation", {}),
-            schedule=_as_text(plan.get("schedule", {})), contracts=_as_text(plan.get("contracts", {})),
+            schedule=plan.get("schedule") or {}, contracts=_contracts_in_order(plan.get("contracts") or {}),
+            foreshadowing=plan.get("foreshadowing") or {}, names=character_names(project=access.project),
             versions=len(history) + 1, previous=previous is not None,
-            outline_diff=_diff(previous.get("outline", ""), plan.get("outline", "")) if previous else [],
-            contracts_diff=_diff(_as_text(previous.get("contracts", {})), _as_text(plan.get("contracts", {})))
+            outline_diff=line_diff(previous.get("outline", ""), plan.get("outline", "")) if previous else [],
+            contracts_diff=line_diff(_as_text(previous.get("contracts", {})), _as_text(plan.get("contracts", {})))
             if previous else [],
             question=GateQuestion.objects.filter(run=run, status=GateStatus.OPEN).order_by("-pk").first())
     return render(request, "pipeline/plan.html", context)

@@ -1,8 +1,6 @@
 """Chapters: the list by volume, the reader, the conflict-safe editor and the version history."""
 from __future__ import annotations
 
-import difflib
-
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -13,11 +11,13 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from projects.errors import InvalidData, VersionConflict
+from projects.evaluations import evaluation_report
 from projects.models import Chapter
 from projects.permissions import Action
 from projects.query_params import query_int
 from projects.selectors import chapter_list_for_project, volumes_with_counts
 from projects.services.editing import chapter_update
+from projects.text_diff import line_diff
 from projects.views.access import page_context, project_access
 
 
@@ -54,20 +54,9 @@ def chapter_read(request, slug: str, number: int):
                      .values_list("number", flat=True))
     return render(request, "projects/chapter_read.html", page_context(
         access, chapter=chapter, paragraphs=paragraphs, evaluation=evaluation,
-        scores=evaluation_scores(evaluation.data) if evaluation else [],
+        report=evaluation_report(evaluation.data) if evaluation else None,
         log=getattr(chapter, "log", None), summary=getattr(chapter, "summary", None),
         previous=number - 1 if number - 1 in neighbours else None, next=number + 1 if number + 1 in neighbours else None))
-
-
-def evaluation_scores(data: dict) -> list[tuple[str, object]]:
-    """The judge's dimension scores, in either evaluation shape (facts §10.11)."""
-    used = data.get("eval_used") if isinstance(data.get("eval_used"), dict) else data
-    scores = used.get("scores") or {}
-    rows = []
-    for name, value in (scores.items() if isinstance(scores, dict) else []):
-        score = value.get("score") if isinstance(value, dict) else value
-        rows.append((name, score))
-    return rows
 
 
 class ChapterEditForm(forms.Form):
@@ -92,7 +81,7 @@ def chapter_edit(request, slug: str, number: int):
                            base_version=data["base_version"], title=data["title"])
         except VersionConflict:
             chapter.refresh_from_db()
-            conflict = {"current": chapter, "diff": _diff(chapter.text, data["text"].replace("\r\n", "\n"))}
+            conflict = {"current": chapter, "diff": line_diff(chapter.text, data["text"].replace("\r\n", "\n"))}
             # the editor keeps the person's text but now edits on top of the saved version: saving
             # again is a deliberate choice made after seeing both
             rebased = request.POST.copy()
@@ -110,12 +99,6 @@ def chapter_edit(request, slug: str, number: int):
                                                                       conflict=conflict))
 
 
-def _diff(old: str, new: str) -> list[tuple[str, str]]:
-    """Line diff as (kind, line) pairs: kind is '+', '-', ' ' or '@'."""
-    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=2)
-    return [(line[:1] or " ", line[1:]) for line in list(lines)[2:]]
-
-
 @login_required
 def chapter_history(request, slug: str, number: int):
     access = project_access(request, slug)
@@ -123,6 +106,6 @@ def chapter_history(request, slug: str, number: int):
     versions = list(chapter.history.select_related("history_user").order_by("-history_date")[:50])
     rows = []
     for newer, older in zip(versions, versions[1:] + [None]):
-        changed = _diff(older.text, newer.text) if older is not None else []
+        changed = line_diff(older.text, newer.text) if older is not None else []
         rows.append({"version": newer, "diff": changed[:200]})
     return render(request, "projects/chapter_history.html", page_context(access, chapter=chapter, rows=rows))

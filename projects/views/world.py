@@ -3,15 +3,13 @@ relationships and the story state (current, or at any chapter replayed from the 
 Editing goes to the admin, whose forms are richer (django-jsonform)."""
 from __future__ import annotations
 
-import json
-
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from projects.models import Character, Foreshadowing, StateChange, Storyline, WorldDoc, WorldRule
 from projects.query_params import query_int
-from projects.selectors import foreshadowing_flags, story_state_at_chapter
+from projects.selectors import character_names, foreshadowing_flags, story_state_at_chapter
 from projects.state_ops import PatchError
 from projects.views.access import page_context, project_access
 from projects.views.world_text import folded_texts
@@ -30,7 +28,20 @@ def world_view(request, slug: str):
         access, characters=folded_texts(characters, "profile"), docs=folded_texts(docs, "content"), ledger=ledger,
         storylines=Storyline.objects.filter(project=project).order_by("position", "slug"),
         rules=WorldRule.objects.filter(project=project).order_by("rule_id"),
-        relationships=json.dumps(project.relationships or {}, ensure_ascii=False, indent=2)))
+        relationships=relationship_rows(project.relationships, names=character_names(project=project)),
+        relationships_raw=project.relationships or None))
+
+
+def relationship_rows(data, *, names: dict[str, str]) -> list[tuple[str, str, object]]:
+    """``{who: {whom: value}}`` as (who, whom, value) rows with display names; another shape as one
+    row per top-level key (the value shown as a list)."""
+    rows = []
+    for who, towards in (data or {}).items() if isinstance(data, dict) else []:
+        if isinstance(towards, dict):
+            rows += [(names.get(who, who), names.get(whom, whom), value) for whom, value in towards.items()]
+        else:
+            rows.append((names.get(who, who), "", towards))
+    return rows
 
 
 @login_required
@@ -52,4 +63,4 @@ def state_view(request, slug: str):
     changes = StateChange.objects.filter(project=project).order_by("-state_version").only(
         "state_version", "chapter", "source", "created_at")[:30]
     return render(request, "projects/state.html", page_context(
-        access, state=json.dumps(state, ensure_ascii=False, indent=2), chapter=chapter, error=error, changes=changes))
+        access, state=state, names=character_names(project=project), chapter=chapter, error=error, changes=changes))

@@ -37,20 +37,25 @@
     box.querySelector(".bar").setAttribute("aria-valuenow", String(percent));
     var label = box.querySelector('[data-field="label"]');
     if (data.active || streaming) {
-      label.textContent = (data.kind || "") + " · " + (streaming || data.stage) +
+      var stageLabel = streaming ? (data.stream.stage_label || streaming) : (data.stage_label || data.stage);
+      label.textContent = (data.kind_label || data.kind || "") + " · " + stageLabel +
         ((data.chapter || data.stream.chapter) ? " · #" + (data.chapter || data.stream.chapter) : "");
     }
     var chars = box.querySelector('[data-field="chars"]');
     chars.textContent = data.stream && data.stream.chars ? data.stream.chars + " 字" : "";
     var tail = box.querySelector('[data-field="tail"]');
-    if (tail) tail.textContent = (data.stream && data.stream.tail) || "";  // the text as it is written
+    // the text as it is written; a run that stopped (at a question, say) shows none
+    var writing = !data.active || data.status === "running";
+    if (tail) tail.textContent = (writing && data.stream && data.stream.tail) || "";
     var list = box.querySelector('[data-field="stages"]');
     if (stages.length) {
       list.innerHTML = "";
       stages.forEach(function (s) {
         var li = document.createElement("li");
         li.className = s.status;
-        li.textContent = s.stage;
+        li.textContent = s.label || s.stage;
+        li.title = s.stage;
+        li.setAttribute("data-code", s.stage);
         list.appendChild(li);
       });
     }

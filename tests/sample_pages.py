@@ -1,0 +1,67 @@
+"""A sample of everything the web pages show, built through the services with the offline LLM
+(eager Celery): the demo novel with a committed chapter (evaluation, summary, log), a promotion post
+and chapter 2 paused by the judge after one revision (an open NOVEL_ASK question, a revised draft);
+a new project whose quick start was answered (trial chapter) and whose volume plan is staged; and a
+project whose run failed (ERROR_RETRY). Used by tests/test_human_words.py and test_gate_review.py."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.chapter_gate import chapter_pause_resolve
+from pipeline.gates import gate_answer_submit
+from pipeline.models import GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus
+from pipeline.orchestrator import advance
+from pipeline.promotion.run import promotion_start
+from pipeline.runs import chapter_run_start
+from projects.models import Membership, OrchestratorState, Project, Role
+from projects.sample_project import sample_project_create
+from projects.services.projects import project_create
+
+BRIEF = "北境少年林枫在雪原上救下一位神秘老人，卷入星火宗覆灭的旧案，一路南下追查预言的真相。"
+
+
+@dataclass
+class SamplePages:
+    demo: Project  # chapter 1 committed, chapter 2 paused by the judge (revised once), a promotion
+    paused_question: GateQuestion
+    promotion: PipelineRun
+    planned: Project  # quick start answered and committed, a volume plan staged for approval
+    failed: Project  # a chapter run in error
+
+
+def paused_demo(settings, owner) -> tuple[Project, GateQuestion]:
+    """The demo novel with chapter 1 committed and chapter 2 paused by the judge after a revision."""
+    settings.NOVELSITE_OFFLINE = {}
+    demo = sample_project_create(owner=owner)
+    chapter_run_start(project_id=demo.pk)  # normal scores: committed
+    settings.NOVELSITE_OFFLINE = {"score_mode": "low"}  # overall in [2, 3): a person decides
+    run = chapter_run_start(project_id=demo.pk)
+    first = GateQuestion.objects.get(run=run, status=GateStatus.OPEN)
+    chapter_pause_resolve(question_id=first.pk, choice="revise", notes="让老人的身份更早露出破绽", user=owner)
+    question = GateQuestion.objects.get(run=run, status=GateStatus.OPEN)  # paused again, on the revised draft
+    demo.refresh_from_db()
+    return demo, question
+
+
+def sample_pages(settings, owner, *, members: dict | None = None) -> SamplePages:
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    demo, question = paused_demo(settings, owner)
+    settings.NOVELSITE_OFFLINE = {}
+    promotion = promotion_start(project_id=demo.pk, target={"chapter": 1}, platform="xiaohongshu", user=owner)
+
+    planned = project_create(owner=owner, slug="planned", title="雪原长夜", brief=BRIEF)
+    advance(project_id=planned.pk, user=owner)  # the quick start stops at platform and genre
+    binding = GateQuestion.objects.get(project=planned, status=GateStatus.OPEN)
+    gate_answer_submit(question_id=binding.pk, answers={"platform": "qidian", "genre": "xuanhuan"}, user=owner)
+    advance(project_id=planned.pk, user=owner)  # volume:outline: staged, waits for approval
+
+    failed = sample_project_create(owner=owner, slug="failed")
+    PipelineRun.objects.create(project=failed, kind=RunKind.CHAPTER, chapter=1, status=RunStatus.ERROR, stage="draft",
+                               error="模型服务暂时不可用（重试已用完）")
+    Project.objects.filter(pk=failed.pk).update(orchestrator_state=OrchestratorState.ERROR_RETRY,
+                                                 inflight_chapter=1, pipeline_stage="drafting")
+    for project in (demo, planned, failed):
+        for role, user in (members or {}).items():
+            Membership.objects.get_or_create(project=project, user=user, defaults={"role": Role(role)})
+        project.refresh_from_db()
+    return SamplePages(demo, question, promotion.__class__.objects.get(pk=promotion.pk), planned, failed)
