@@ -78,6 +78,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
                 "django.template.context_processors.csp",  # {{ csp_nonce }} for an inline <script>
+                "novelsite.llm_notice.offline_backend_notice",  # the "placeholder text" banner
             ],
         },
     },
