@@ -78,6 +78,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
                 "django.template.context_processors.csp",  # {{ csp_nonce }} for an inline <script>
+                "novelsite.llm_notice.offline_backend_notice",  # the "placeholder text" banner
             ],
         },
     },
@@ -311,6 +312,14 @@ if MAILERS["default"]["BACKEND"] == "django.core.mail.backends.smtp.EmailBackend
         "use_tls": env.bool("EMAIL_USE_TLS", default=False), "use_ssl": env.bool("EMAIL_USE_SSL", default=False),
         "timeout": env.int("EMAIL_TIMEOUT", default=30),
     }
+# Where a real mail server is configured (EMAIL_HOST, or an EMAIL_BACKEND other than the console's or
+# the dummy one), a member invited with a new account gets their one-time link by e-mail; otherwise
+# the owner is shown the link to pass on (projects/services/invitations.py).
+NOVELSITE_EMAIL_CONFIGURED = env.bool("NOVELSITE_EMAIL_CONFIGURED", default=bool(env.str("EMAIL_HOST", default="")) or (
+    env.str("EMAIL_BACKEND", default="") not in ("", "django.core.mail.backends.console.EmailBackend",
+                                                 "django.core.mail.backends.dummy.EmailBackend")))
+# The one-time link to set a new member's password (Django's password-reset token) lasts this long.
+PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_TIMEOUT", default=3 * 24 * 3600)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="novelsite@localhost")
 EMAIL_SUBJECT_PREFIX = env.str("EMAIL_SUBJECT_PREFIX", default="[Novelsite] ")
 

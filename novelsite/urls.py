@@ -28,6 +28,13 @@ urlpatterns = [
     # web pages (templates/): log in and out, the language switch, story pages, pipeline pages
     path("login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # the one-time link a new member gets (projects/services/invitations.py): Django's own
+    # password-reset token and views, so the link expires and works once
+    path("welcome/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
+        template_name="registration/password_set_confirm.html", success_url="/welcome/done/"),
+        name="password-set"),
+    path("welcome/done/", auth_views.PasswordResetCompleteView.as_view(
+        template_name="registration/password_set_complete.html"), name="password-set-done"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("", include("projects.urls")),
     path("", include("pipeline.web_urls")),

@@ -24,6 +24,7 @@ ENDPOINTS = [
     ("patch", S, Action.MANAGE, {"autopilot_chapters_per_night": 2}),
     ("get", S + "/members", Action.READ, None),
     ("post", S + "/members", Action.MANAGE, {"username": "outsider", "role": "viewer"}),
+    ("post", S + "/new-members", Action.MANAGE, {"username": "newbie", "email": "newbie@example.com", "role": "viewer"}),
     ("patch", S + "/members/viewer", Action.MANAGE, {"role": "viewer"}),
     ("get", S + "/volumes", Action.READ, None),
     ("get", S + "/volumes/1", Action.READ, None),

@@ -154,7 +154,7 @@ def _outline(claim: Claim, project: Project, board: Blackboard, on_text=None) ->
     cast = [{"slug": s, "display_name": n} for s, n in
             project.characters.filter(status="active").values_list("slug", "display_name")[:15]]
     slice_ = {"volume": volume, "chapter_start": start, "chapter_end": end, "storylines": lines[:4],
-              "characters": cast, "notes": notes,
+              "characters": cast, "notes": notes, "brief": project.brief,
               "previous_state_keys": list(((previous or {}).get("postconditions") or {}).get("state_changes") or {})}
     memory = list(ArchivedSummary.objects.filter(project=project, superseded=False).order_by("chapter_start")
                   .values_list("text", flat=True))

@@ -178,7 +178,7 @@ def _f0(claim, project, board, on_text=None) -> StageOutcome:
     cast = [{"slug": c["id"], "display_name": c["display_name"]} for c in staged(board, "characters")]
     start, end = F0_RANGE
     slice_ = {"volume": 1, "chapter_start": start, "chapter_end": end, "storylines": lines, "characters": cast,
-              "previous_state_keys": []}
+              "previous_state_keys": [], "brief": project.brief}
     call = project_llm_call(claim, project, label="quickstart", stage="quickstart:f0", slice_=slice_,
                             blocks=[PromptBlock("role", "system", ROLE, required=True, cacheable=True),
                                     data_block("brief", "brief", project.brief, required=True)],
@@ -199,7 +199,7 @@ def _trial(claim, project, board, on_text=None) -> StageOutcome:
     cast = [{"slug": c["id"], "display_name": c["display_name"]} for c in staged(board, "characters")]
     slice_ = {"chapter": 1, "title": "试写", "storyline_id": contract["storyline_id"], "characters": cast,
               "objectives": [o.get("description", "") for o in contract.get("objectives", [])], "place": "",
-              "target_chars": 3000, "blacklist": [], "required_fixes": []}
+              "target_chars": 3000, "blacklist": [], "required_fixes": [], "brief": project.brief}
     call = project_llm_call(claim, project, label="quickstart", stage="quickstart:trial", slice_=slice_,
                             blocks=[PromptBlock("role", "system", ROLE, required=True, cacheable=True),
                                     PromptBlock("outline", "user", f0["outline"], required=True),

@@ -4,7 +4,7 @@ from projects.api import converters  # noqa: F401  (registers <id:…>, a bounde
 
 from projects.api.chapters import ChapterDetailApi, ChapterEvaluationApi, ChapterListApi, ChapterLogApi
 from projects.api.filetree import ProjectExportApi, ProjectImportApi
-from projects.api.members import MemberDetailApi, MemberListInviteApi
+from projects.api.members import MemberAccountCreateApi, MemberDetailApi, MemberListInviteApi
 from projects.api.projects import ProjectDetailApi, ProjectListCreateApi
 from projects.api.state import StoryStateApi, StoryStateAtChapterApi
 from projects.api.story import (
@@ -28,6 +28,7 @@ urlpatterns = [
     path(f"{P}", ProjectDetailApi.as_view(), name="api-project-detail"),
     path(f"{P}/export.zip", ProjectExportApi.as_view(), name="project-export"),
     path(f"{P}/members", MemberListInviteApi.as_view(), name="api-member-list"),
+    path(f"{P}/new-members", MemberAccountCreateApi.as_view(), name="api-member-account-create"),
     path(f"{P}/members/<str:username>", MemberDetailApi.as_view(), name="api-member-detail"),
     path(f"{P}/volumes", VolumeListApi.as_view(), name="api-volume-list"),
     path(f"{P}/volumes/<id:number>", VolumeDetailApi.as_view(), name="api-volume-detail"),

@@ -6,7 +6,6 @@ import json
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
@@ -26,6 +25,13 @@ from projects.models.project import BRIEF_MAX_CHARS
 from projects.permissions import Action
 from projects.query_params import plain_int
 from projects.selectors import projects_for_user
+from projects.services.invitations import (
+    NewMember,
+    NoSuchUser,
+    email_is_configured,
+    member_account_invite,
+    member_invite,
+)
 from projects.services.projects import (
     membership_remove,
     membership_set_role,
@@ -117,44 +123,93 @@ def project_import_view(request):
 
 
 class MemberForm(forms.Form):
-    username = forms.CharField(label=gettext_lazy("User name"), max_length=150)
-    role = forms.ChoiceField(label=gettext_lazy("Role"), choices=Role.choices)
+    """Invite an existing account, or change a member's role. The role is chosen, never implied:
+    the form starts at the least one (viewer)."""
+
+    username = forms.CharField(label=gettext_lazy("User name or e-mail"), max_length=254)
+    role = forms.ChoiceField(label=gettext_lazy("Role"), choices=Role.choices, initial=Role.VIEWER)
+
+
+class NewMemberForm(forms.Form):
+    """An account for someone who has none yet."""
+
+    prefix = "new"
+    username = forms.CharField(label=gettext_lazy("User name"), max_length=150,
+                               help_text=gettext_lazy("Letters, digits and @/./+/-/_ only."))
+    email = forms.EmailField(label=gettext_lazy("E-mail"), max_length=254)
+    role = forms.ChoiceField(label=gettext_lazy("Role"), choices=Role.choices, initial=Role.VIEWER)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def members_view(request, slug: str):
+    # MANAGE is checked before any form is read: whether an account exists is told to owners only
     access = project_access(request, slug, Action.MANAGE if request.method == "POST" else Action.READ)
-    form = MemberForm(request.POST or None)
-    if request.method == "POST":
-        if _member_change(request, access.project, form):
-            return redirect("members", slug=slug)
-    members = Membership.objects.filter(project=access.project).select_related("user").order_by("user__username")
-    return render(request, "projects/members.html", page_context(access, members=members, form=form))
-
-
-def _member_change(request, project, form: MemberForm) -> bool:
+    action = request.POST.get("action", "invite") if request.method == "POST" else ""
+    form = MemberForm(request.POST if action == "invite" else None)
+    new_form = NewMemberForm(request.POST if action == "create" else None)
+    new_member = None
     if request.POST.get("remove"):
-        membership = Membership.objects.filter(project=project, pk=plain_int(request.POST["remove"])).first()
-        try:
-            membership and membership_remove(membership=membership)
-        except NovelsiteError as exc:
-            flash_error(request, exc)
-        return True
+        _member_remove(request, access.project)
+        return redirect("members", slug=slug)
+    if action == "invite" and _member_invite(request, access.project, form):
+        return redirect("members", slug=slug)
+    if action == "create":
+        new_member = _member_create(request, access.project, new_form)
+        if new_member is not None and new_member.emailed:
+            return redirect("members", slug=slug)
+        if new_member is not None:
+            new_form = NewMemberForm()  # the link is shown once, on this response only
+    members = Membership.objects.filter(project=access.project).select_related("user").order_by("user__username")
+    return render(request, "projects/members.html", page_context(access, members=members, form=form,
+                                                                 new_form=new_form, new_member=new_member,
+                                                                 email_configured=email_is_configured()))
+
+
+def _member_remove(request, project) -> None:
+    membership = Membership.objects.filter(project=project, pk=plain_int(request.POST["remove"])).first()
+    try:
+        membership and membership_remove(membership=membership)
+    except NovelsiteError as exc:
+        flash_error(request, exc)
+
+
+def _member_invite(request, project, form: MemberForm) -> bool:
     if not form.is_valid():
         return False
-    user = get_user_model().objects.filter(username=form.cleaned_data["username"]).first()
-    if user is None:
-        form.add_error("username", _("No such user."))
-        return False
     try:
-        membership_set_role(project=project, user=user, role=form.cleaned_data["role"])
+        membership = member_invite(project=project, identifier=form.cleaned_data["username"],
+                                   role=form.cleaned_data["role"])
+    except NoSuchUser as exc:
+        form.add_error("username", exc.message)
+        return False
     except NovelsiteError as exc:
         flash_error(request, exc)
     else:
-        messages.success(request, _("%(user)s is now %(role)s.") % {"user": user.username,
-                                                                     "role": Role(form.cleaned_data["role"]).label})
+        messages.success(request, _("%(user)s is now %(role)s.") % {"user": membership.user.get_username(),
+                                                                     "role": Role(membership.role).label})
     return True
+
+
+def _member_create(request, project, form: NewMemberForm) -> NewMember | None:
+    if not form.is_valid():
+        return None
+    try:
+        new_member = member_account_invite(project=project, inviter=request.user,
+                                           site_url=request.build_absolute_uri("/"), **form.cleaned_data)
+    except InvalidData as exc:
+        for field, errors in (exc.extra.get("fields") or {"__all__": [exc.message]}).items():
+            for error in errors:
+                form.add_error(field if field in form.fields else None, error)
+        return None
+    user, role = new_member.membership.user, Role(new_member.membership.role).label
+    if new_member.emailed:
+        messages.success(request, _("Account %(user)s created as %(role)s; the invitation was sent to %(email)s.")
+                         % {"user": user.get_username(), "role": role, "email": user.email})
+    else:
+        messages.success(request, _("Account %(user)s created as %(role)s.") % {"user": user.get_username(),
+                                                                                 "role": role})
+    return new_member
 
 
 class ProjectSettingsForm(forms.Form):

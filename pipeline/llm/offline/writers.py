@@ -18,6 +18,11 @@ Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices ea
 - ``quickstart:world`` (brief, genre, platform) / ``quickstart:characters`` and ``weave`` (brief,
   rules, and for weaving ``wanted`` [{name, role, brief, first_chapter}]) / ``quickstart:style``;
   ``review`` (volume, chapter_range).
+
+The world, the opening cast, and the places of plans and drafts whose slice carries the ``brief``
+are made of the brief's own words (``brief_words``: names, places and nouns picked by jieba),
+with phrasings chosen by a hash of the brief: a book about a noodle shop in a wasteland gets a
+wasteland and a noodle shop, never the demo novel's sect.
 - ``promote:titles|body|cta|hashtags|platforms``: the promotion post of seed 001, one step each
   (hook variants with scores, body with sections, CTA, hashtags, platform versions within limits).
 """
@@ -28,6 +33,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from pipeline.llm.offline.brief_words import FALLBACK_PLACES, FALLBACK_ROLES, brief_words, invented_names, name_slug
 from pipeline.llm.offline.prose import paragraphs
 from projects.schemas import DEFAULT_SCORE_WEIGHTS, SCORE_DIMENSIONS
 
@@ -45,10 +51,16 @@ def _names(slice_: dict[str, Any]) -> list[str]:
     return [c.get("display_name") or c["slug"] for c in slice_.get("characters", [])]
 
 
+def _places(slice_: dict[str, Any]) -> list[str]:
+    """The brief's places when the slice carries the brief, else the stock ones."""
+    return list(brief_words(slice_["brief"]).places or FALLBACK_PLACES) if slice_.get("brief") else PLACES
+
+
 def draft(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     number, title = slice_["chapter"], slice_.get("title") or "无题"
-    place = slice_.get("place") or rng.choice(PLACES)
-    body = paragraphs(seed=str(rng.random()), names=_names(slice_), place=place,
+    place = slice_.get("place") or rng.choice(_places(slice_))
+    things = list(brief_words(slice_["brief"]).things) if slice_.get("brief") else None
+    body = paragraphs(seed=str(rng.random()), names=_names(slice_), place=place, things=things,
                       goals=list(slice_.get("objectives", [])), target_chars=int(slice_.get("target_chars", 3000)))
     blacklist = slice_.get("blacklist") or []
     if blacklist and rng.random() < 0.5:  # leave the refiner something to do, as a real draft would
@@ -113,10 +125,10 @@ def judge(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     return {"evaluation": _dumps(evaluation)}
 
 
-def _outline_block(number: int, line: str, pov: str, rng: random.Random) -> str:
+def _outline_block(number: int, line: str, pov: str, rng: random.Random, places: list[str]) -> str:
     return "\n".join([
-        f"### 第 {number} 章: {rng.choice(['风起', '夜行', '石板', '对峙', '渡口', '密谈'])}",
-        f"- **Storyline**: {line}", f"- **POV**: {pov}", f"- **Location**: {rng.choice(PLACES)}",
+        f"### 第 {number} 章: {rng.choice(['风起', '夜行', '来客', '对峙', '渡口', '密谈'])}",
+        f"- **Storyline**: {line}", f"- **POV**: {pov}", f"- **Location**: {rng.choice(places)}",
         f"- **Conflict**: {rng.choice(['追兵逼近', '真相半露', '盟友生疑'])}",
         f"- **Arc**: {rng.choice(['决意南下', '学会隐忍', '看清对手'])}", "- **Foreshadowing**: 无",
         f"- **StateChanges**: {pov}.location", "- **TransitionHint**: null",
@@ -128,18 +140,19 @@ def plan(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     lines = slice_.get("storylines") or ["main-arc"]
     characters = slice_.get("characters") or [{"slug": s, "display_name": n} for s, n in CAST[:2]]
     pov = characters[0]["slug"]
+    places = _places(slice_)
     state_keys = list(dict.fromkeys([*slice_.get("previous_state_keys", []), pov]))
     blocks, contracts = [f"## 第 {volume} 卷大纲", ""], []
     for number in range(start, end + 1):
         line = lines[(number - start) % len(lines)]
-        blocks += [_outline_block(number, line, pov, rng), ""]
+        blocks += [_outline_block(number, line, pov, rng, places), ""]
         contracts.append({
             "chapter": number, "storyline_id": line, "excitement_type": "setup",
             "preconditions": {"character_states": {key: {"location": "未知"} for key in state_keys},
                               "required_world_rules": []},
             "objectives": [{"id": f"OBJ-{number}-1", "type": "plot", "required": True,
                             "description": f"推进第{number}章的主要冲突"}],
-            "postconditions": {"state_changes": {pov: {"location": rng.choice(PLACES)}}, "foreshadowing_updates": {}},
+            "postconditions": {"state_changes": {pov: {"location": rng.choice(places)}}, "foreshadowing_updates": {}},
             "acceptance_criteria": ["人物行为符合契约"],
         })
         state_keys = [pov]
@@ -162,28 +175,59 @@ def consolidate(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
 
 
 def world(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
-    rules = [{"id": f"W-00{i}", "category": category, "rule": rule, "constraint_type": "hard",
-              "canon_status": "established", "exceptions": []}
-             for i, (category, rule) in enumerate([("magic_system", "灵力需以星火为引"),
-                                                   ("geography", "北境与魔都之间只有一条官道"),
-                                                   ("social", "世家子弟不得私斗")], start=1)]
-    docs = {"geography": "北境雪原，南接幽暗森林。", "history": "三百年前星火宗覆灭。", "rules": "星火为引，三次为限。"}
+    """Three hard rules and three short documents (facts §5 light mode) about the brief's places
+    and things; phrasings picked by the brief's own seed."""
+    words = brief_words(slice_.get("brief", ""))
+    pick = words.rng("world")
+    place, thing = words.place(0), words.thing(0)
+    other = words.place(1) if len(words.places) > 1 else "唯一的关口"
+    later = words.thing(1)
+    rules = [("geography", pick.choice([f"{place}与外面只有一条路相通，出入都要经过{other}",
+                                        f"从{place}到{other}要走整整一天，夜里没有人敢赶路"])),
+             ("social", pick.choice([f"在{place}，{thing}比钱更要紧，谁也不能私藏",
+                                     f"{place}的规矩：外人不得过问{thing}的来历"])),
+             ("history", pick.choice([f"{place}的变故与{later}有关，知道内情的人越来越少",
+                                      f"很多年前，{other}出过一件与{later}有关的大事，至今没人说得清"]))]
+    docs = {"geography": f"故事发生在{place}。{other}是人们落脚的地方，{thing}在这里随处可见，也最受看重。",
+            "history": f"{place}并非一直是今天的样子。{rules[2][1]}。",
+            "rules": "；".join(rule for _, rule in rules) + "。"}
+    items = [{"id": f"W-00{i}", "category": category, "rule": rule, "constraint_type": "hard",
+              "canon_status": "established", "exceptions": []} for i, (category, rule) in enumerate(rules, start=1)]
     lines = {"storylines": [{"id": "main-arc", "name": "主线", "type": "main_arc", "scope": "novel",
                              "pov_characters": [], "affiliated_factions": [], "timeline": "present",
                              "status": "active", "description": slice_.get("brief", "")[:100]}]}
-    return {"rules": _dumps({"rules": rules}), "world_docs": _dumps(docs), "storylines": _dumps(lines)}
+    return {"rules": _dumps({"rules": items}), "world_docs": _dumps(docs), "storylines": _dumps(lines)}
+
+
+def _opening_cast(slice_: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(slug, display name, profile) of the quick start's cast: the people the brief names, then
+    invented names, each given a role and the places and things of the brief."""
+    words = brief_words(slice_.get("brief", ""))
+    count = max(1, min(int(slice_.get("count") or 3), 6))
+    names = list(words.people[:count])
+    names += [n for n in invented_names(words, count + len(names)) if n not in names][:count - len(names)]
+    pick, taken, cast = words.rng("cast"), set(), []
+    for i, name in enumerate(names):
+        role = words.roles[i] if i < len(words.roles) else FALLBACK_ROLES[i % len(FALLBACK_ROLES)]
+        profile = pick.choice([f"{name}，{role}，在{words.place(i)}讨生活。{name}与{words.thing(i)}之间有一段说不清的牵连。",
+                               f"{name}是{words.place(i)}的{role}，嘴上不饶人，心里记着{words.thing(i)}的事。",
+                               f"{name}，{role}。来{words.place(i)}之前的事，{name}从不提起，只守着{words.thing(i)}。"])
+        cast.append((name_slug(name, taken), name, profile))
+    return cast
 
 
 def characters(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     """The opening cast, or (``wanted``: the new characters of a volume plan) one per entry."""
     wanted = slice_.get("wanted") or []
-    people = [(f"new-{rng.randrange(1000, 9999)}-{i}", w.get("name") or f"新人物{i}", w.get("first_chapter") or 1)
-              for i, w in enumerate(wanted, 1)] or [(slug, name, 1) for slug, name in CAST[:3]]
-    cast = [{"id": slug, "display_name": name, "canon_status": "established",
-             "profile": f"{name}，性格分明，有自己的秘密。",
+    if wanted:
+        people = [(f"new-{rng.randrange(1000, 9999)}-{i}", w.get("name") or f"新人物{i}", w.get("first_chapter") or 1,
+                   f"{w.get('name') or f'新人物{i}'}，性格分明，有自己的秘密。") for i, w in enumerate(wanted, 1)]
+    else:
+        people = [(slug, name, 1, profile) for slug, name, profile in _opening_cast(slice_)]
+    cast = [{"id": slug, "display_name": name, "canon_status": "established", "profile": profile,
              "contracts": [{"id": f"C-{slug.upper()}-001", "type": "personality", "rule": "言行一致",
                             "valid_from_chapter": first, "valid_until": None, "exceptions": []}]}
-            for slug, name, first in people]
+            for slug, name, first, profile in people]
     return {"characters": _dumps(cast)}
 
 
