@@ -23,7 +23,7 @@ from pipeline.selectors import (
     run_progress,
 )
 from pipeline.spending import llm_work_admit
-from pipeline.views.charts import bar_chart, line_chart
+from pipeline.views.charts import bar_chart, line_chart, small_multiples
 from projects.errors import NovelsiteError
 from projects.labels import label
 from projects.permissions import Action
@@ -55,9 +55,9 @@ def _charts(metrics) -> dict:
     names = {d: label("dimension", d) for d in dimensions}
     return {
         "overall": line_chart(xs, {_("overall"): [m.overall for m in metrics]}, title=_("Overall score"), lo=0, hi=5),
-        "dimensions": line_chart(xs, {names[d]: [m.scores.get(d) for m in metrics] for d in dimensions},
-                                 title=_("Score by dimension"), lo=0, hi=5,
-                                 codes={names[d]: d for d in dimensions}),
+        "dimensions": small_multiples(xs, {names[d]: [m.scores.get(d) for m in metrics] for d in dimensions},
+                                      title=_("Score by dimension"), lo=0, hi=5,
+                                      codes={names[d]: d for d in dimensions}),
         "cost": bar_chart(xs, [m.cost for m in metrics], title=_("Cost per chapter (USD)"), unit="$"),
         "tokens": bar_chart(xs, [m.input_tokens + m.output_tokens + m.cache_read_tokens for m in metrics],
                             title=_("Tokens per chapter")),
