@@ -28,7 +28,7 @@ def policy(settings):
 
 
 def web(world, who: str) -> Client:  # noqa: F811
-    client = Client()
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")  # the messages are checked in English (the default is Chinese)
     client.force_login(world.users[who])
     return client
 
