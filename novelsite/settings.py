@@ -48,6 +48,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files from the app itself, also with DEBUG off
     "novelsite.edge_guards.NulRefusedMiddleware",  # NUL in the path or query: 400 before any lookup
+    # Eager Celery: the pipeline work a request queues starts once everything below has answered.
+    "pipeline.background_runs.RunsInBackgroundMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -240,6 +242,11 @@ CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
+# Eager mode only: a web request that starts LLM work answers at once and the run's stages go on in
+# a background thread of the web process (pipeline/background_runs.py); the page follows them. Off,
+# the stages run inside the request (the tests that drive the pipeline through the web client).
+# The CLI always waits for its runs.
+NOVELSITE_EAGER_IN_BACKGROUND = env.bool("NOVELSITE_EAGER_IN_BACKGROUND", default=True)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

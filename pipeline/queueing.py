@@ -4,15 +4,20 @@ With a broker, that is ``stage_run_task.delay`` from ``transaction.on_commit``. 
 broker: a laptop, the demo) a task queued from inside a task would run inside it, and a batch of
 chapters would nest deeper with every stage; instead, eager wake-ups go on a per-thread queue
 drained by a loop in the outermost caller, one stage after another, each retried and failed as a
-worker would (``_apply_eagerly``).
+worker would (``_apply_eagerly``). A web request does not run that loop itself: it leaves the
+wake-up to the background thread of its process (``pipeline.background_runs``), so that it answers
+at once while the stages go on.
 """
 from __future__ import annotations
 
 import threading
 from collections import deque
+from functools import partial
 
 from django.conf import settings
 from django.db import transaction
+
+from pipeline.background_runs import request_jobs
 
 _local = threading.local()
 
@@ -27,6 +32,17 @@ def _send(run_id: int, stage: str) -> None:
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         stage_run_task.apply_async(kwargs={"run_id": run_id, "stage": stage})
         return
+    if (jobs := request_jobs()) is not None:  # a web request: the stages run once it has answered
+        jobs.append(partial(_drain, run_id, stage))
+        return
+    _drain(run_id, stage)
+
+
+def _drain(run_id: int, stage: str) -> None:
+    """Run the stage, and the stages it wakes, one after another in this thread (see the module
+    docstring); a stage woken from inside the loop joins its queue."""
+    from pipeline.tasks import stage_run_task
+
     if not hasattr(_local, "pending"):  # (an empty deque is falsy: never "or" it)
         _local.pending = deque()
     pending: deque = _local.pending

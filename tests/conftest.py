@@ -131,6 +131,25 @@ def sent(monkeypatch) -> list[tuple[int, str]]:
 
 
 @pytest.fixture(autouse=True)
+def _pipeline_inside_requests(settings):
+    """Tests that drive the pipeline through the web client expect it done when the request
+    returns: the background thread of eager mode (pipeline/background_runs.py) is opt-in here
+    (``background_runs_on``). Anything a test left running is waited for."""
+    from pipeline.background_runs import background_idle_wait
+
+    settings.NOVELSITE_EAGER_IN_BACKGROUND = False
+    yield
+    background_idle_wait(120)
+
+
+@pytest.fixture
+def background_runs_on(settings):
+    """Eager mode as ``make run`` has it: a web request's runs go on in the background."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.NOVELSITE_EAGER_IN_BACKGROUND = True
+
+
+@pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     # PBKDF2's million rounds cost ~0.8 s per user; tests do not need them.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

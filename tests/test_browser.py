@@ -1,8 +1,8 @@
 """The web pages in a real browser (the system Chromium through pytest-playwright, against
-pytest-django's live server; eager Celery and the offline LLM run the pipeline inside the
-requests): log in, create a project from a brief, answer the quick-start gate, approve the plan,
-write a chapter and watch its progress, read it, edit it, see the dashboard charts. Screenshots
-go to test-output/screenshots/."""
+pytest-django's live server; eager Celery and the offline LLM run the pipeline in the background
+thread of the server, as ``make run`` does, while the pages poll its progress): log in, create a
+project from a brief, answer the quick-start gate, approve the plan, write a chapter and watch its
+progress, read it, edit it, see the dashboard charts. Screenshots go to test-output/screenshots/."""
 from __future__ import annotations
 
 import re
@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import SHOTS, shot
 
-# PostgreSQL: the live server answers the page's progress polls while another of its threads runs
-# the stages of a request; SQLite's in-memory test database is one connection shared by those
+# PostgreSQL: the live server answers the page's progress polls while the background thread runs
+# the stages; SQLite's in-memory test database is one connection shared by those
 # threads, and requests overlapping on it lose their session now and then (a flaky test, not a bug
 # of the site, which runs on a database with a connection per thread).
 pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -28,15 +28,18 @@ def browser_context_args(browser_context_args):
 
 
 @pytest.fixture(autouse=True)
-def _pipeline_in_requests(settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+def _pipeline_in_the_background(settings, background_runs_on):
     settings.NOVELSITE_OFFLINE = {"latency_ms": 400}  # slow enough for the progress bar to be seen moving
 
 
 def take_next_step(page) -> None:
-    """The button posts in the background, then the page reloads the dashboard."""
+    """The button posts in the background and the request answers at once; the dashboard then
+    follows the run by polling and reloads when it stops (here: at a question or a staged plan)."""
+    from playwright.sync_api import expect
+
     with page.expect_navigation(timeout=TIMEOUT_MS):
         page.click("#take-next-step")
+    expect(page.locator("#progress")).not_to_have_attribute("data-poll", "1")  # reloaded once it stopped
     shot(page, "after-" + (page.locator("#next-step").get_attribute("data-code") or "none").replace(":", "-"))
 
 
@@ -92,12 +95,18 @@ def journey(page, live_server) -> None:
     expect(page.locator("#next-step")).to_have_attribute("data-code", "chapter:001:draft")
     expect(page.locator("#next-step")).to_have_text("第 1 章 · 起草")
 
-    # write chapter 1 and watch the progress fragment while the request runs the stages
-    page.click("#write-next")
+    # write chapter 1: the request answers at once, the dashboard shows the run working (no action
+    # button but a disabled "working" one), its progress fragment moves by polling, and the page
+    # reloads with the new chapter count when the run is done
+    with page.expect_navigation(timeout=5_000):
+        page.click("#write-next")
+    expect(page.locator("#run-working")).to_be_disabled()
+    expect(page.locator("#write-next")).to_have_count(0)
     expect(page.locator("#progress")).to_have_attribute("data-state", "running")
     expect(page.locator("#progress")).to_have_attribute("data-seen", "1")  # a polled stage was shown
     shot(page, "05-progress")
     expect(page.locator("#chapters-written")).to_have_text("1")
+    expect(page.locator("#run-working")).to_have_count(0)
     shot(page, "06-dashboard")
 
     # read it

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
@@ -17,12 +16,11 @@ from pipeline.runs import chapter_run_start, run_cancel
 from pipeline.selectors import (
     chapter_metrics,
     gates_open,
-    progress_cache_key,
     project_costs,
     run_active,
     run_progress,
 )
-from pipeline.spending import llm_work_admit
+from pipeline.spending import WORKING_STATUSES, llm_work_admit
 from pipeline.views.charts import bar_chart, line_chart, small_multiples
 from projects.errors import NovelsiteError
 from projects.labels import label
@@ -44,7 +42,8 @@ def dashboard(request, slug: str):
     active = run_active(project=project)
     return render(request, "pipeline/dashboard.html", page_context(
         access, status=status, next=upcoming, costs=project_costs(project=project), gates=gates_open(project=project),
-        active=active, plan_waiting=active is not None and active.kind == "plan" and active.status == "waiting",
+        active=active, working=active is not None and active.status in WORKING_STATUSES,
+        plan_waiting=active is not None and active.kind == "plan" and active.status == "waiting",
         progress=run_progress(project=project) if active else None, charts=_charts(metrics),
         drift=project.style_drift or {}, night=batch_morning_summary(project=project)))
 
@@ -91,21 +90,15 @@ def progress_with_labels(progress: dict) -> dict:
     return labelled
 
 
-def _with_progress(project_id: int, work):
-    """Run ``work`` (which may run whole stages in this request, in eager mode); the stage runner
-    keeps the live progress in the cache meanwhile (``progress.cache_listener``), cleared after."""
-    try:
-        return work()
-    finally:
-        cache.delete(progress_cache_key(project_id))
-
-
 def _act(request, slug: str, work, done: str, *, makes_llm_work: bool = True):
+    """Admit and start the work, then back to the dashboard, which follows the run. The run's stages
+    never run in this request: workers take them, or in eager mode the background thread of this
+    process once the response is out (``pipeline.background_runs``)."""
     access = project_access(request, slug, Action.EDIT)
     try:
         if makes_llm_work:
             llm_work_admit(project=access.project, user=request.user)
-        _with_progress(access.project.pk, lambda: work(access.project))
+        work(access.project)
     except NovelsiteError as exc:
         flash_error(request, exc)
     else:

@@ -1,7 +1,10 @@
 // The pages' only script (no framework, no inline handlers: the CSP allows scripts from this
-// origin only). The language menu switches on change. Live progress: the dashboard's "write"
-// buttons post in the background while the progress fragment (JSON) is polled every second;
-// without JavaScript the forms post normally.
+// origin only). The language menu switches on change. Live progress: the dashboard's action
+// buttons post in the background, which answers at once (the run goes on in a worker, or in eager
+// mode in a background thread of the server); the dashboard then polls the progress fragment (JSON)
+// every second while the run works, and reloads when it stops or the next chapter of a batch
+// starts, so that counts, buttons and questions are current. Without JavaScript the forms post
+// normally.
 (function () {
   "use strict";
   // promotion posts: copy a platform version to the clipboard
@@ -63,14 +66,16 @@
     if (streaming) box.dataset.seen = "1";
   }
 
+  function working(data) { return data.active && (data.status === "queued" || data.status === "running"); }
+
   function poll() {
     fetch(box.dataset.url, {credentials: "same-origin", headers: {"Accept": "application/json"}})
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (data) {
         if (!data) return;
         render(data);
-        // a run followed by polling alone (workers): reload the page when it is over
-        if (box.dataset.poll && !data.active) window.location.reload();
+        var another = box.dataset.run && data.run_id && String(data.run_id) !== box.dataset.run;
+        if (box.dataset.poll && (!working(data) || another)) window.location.reload();
       })
       .catch(function () {});
   }
@@ -80,7 +85,10 @@
   document.querySelectorAll("form[data-live]").forEach(function (form) {
     form.addEventListener("submit", function (event) {
       event.preventDefault();
-      form.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+      document.querySelectorAll("form[data-live] button").forEach(function (b) {
+        b.disabled = true;
+        if (box.dataset.busy) b.textContent = box.dataset.busy;
+      });
       box.dataset.state = "running";
       submitted = true;
       start();
