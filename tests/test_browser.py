@@ -109,7 +109,13 @@ def journey(page, live_server) -> None:
     expect(page.locator("#run-working")).to_have_count(0)
     shot(page, "06-dashboard")
 
-    # read it
+    # the quick start's trial chapter can be read
+    page.click("nav.project-nav >> text=章节")
+    page.click("text=快速开始的试写章")
+    expect(page.locator("#trial-chapter p").first).to_be_visible()
+    shot(page, "06b-trial")
+
+    # read chapter 1
     page.click("nav.project-nav >> text=章节")
     page.click("table.list a >> nth=0")
     expect(page.locator("article.reader p").first).to_be_visible()
@@ -128,6 +134,14 @@ def journey(page, live_server) -> None:
     assert page.locator("#charts polyline").count() >= 1
     page.locator("#charts").scroll_into_view_if_needed()
     shot(page, "09-charts")
+
+    # the book to read, as an EPUB
+    with page.expect_download() as download:
+        page.click("#downloads >> text=EPUB")
+    path = download.value.path()
+    assert download.value.suggested_filename == "雪原长夜.epub"  # the title, not the slug
+    with open(path, "rb") as epub:
+        assert epub.read(4) == b"PK\x03\x04"  # a zip container, as EPUB is
 
     # and in English
     page.select_option("select[name=language]", "en")
