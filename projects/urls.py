@@ -8,6 +8,7 @@ from projects.views import (
     contract_edit,
     downloads,
     projects,
+    relationship_edit,
     story_object_edit,
     world,
     world_text,
@@ -32,6 +33,7 @@ urlpatterns = [
     # editing pages live under edit/, so that no name of a document or a character can clash with "new"
     path("p/<slug:slug>/edit/characters/new/", character_edit.character_edit, name="character-new"),
     path("p/<slug:slug>/edit/characters/<slug:character_slug>/", character_edit.character_edit, name="character-edit"),
+    path("p/<slug:slug>/edit/relationships/", relationship_edit.relationships_edit, name="relationships-edit"),
     path("p/<slug:slug>/edit/<str:kind>/new/", story_object_edit.story_object_edit, name="story-new"),
     path("p/<slug:slug>/edit/<str:kind>/<str:key>/", story_object_edit.story_object_edit, name="story-edit"),
     path("p/<slug:slug>/contracts/", contract_edit.contract_list, name="contract-list"),
