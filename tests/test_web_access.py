@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from pipeline.models import GateQuestion, PipelineRun, RunKind, RunStatus
-from projects.models import WorldDoc
+from projects.models import Foreshadowing, WorldDoc
 from projects.permissions import Action, role_allows
 from projects.services.projects import membership_set_role, project_create
 from tests.factories import ChapterFactory, CharacterFactory
@@ -64,6 +64,12 @@ PAGES = [
     ("post", "story-new", ["rules"], Action.EDIT, 200),
     ("get", "story-edit", ["docs", "geography"], Action.EDIT, 200),
     ("post", "story-edit", ["docs", "geography"], Action.EDIT, 200),
+    ("get", "relationships-edit", [], Action.EDIT, 200),
+    ("post", "relationships-edit", [], Action.EDIT, 200),  # empty form: shown again with errors
+    ("get", "foreshadowing-new", [], Action.EDIT, 200),
+    ("post", "foreshadowing-new", [], Action.EDIT, 200),  # empty form: shown again with errors
+    ("get", "foreshadowing-edit", ["F-001"], Action.EDIT, 200),
+    ("post", "foreshadowing-edit", ["F-001"], Action.EDIT, 200),
 ]
 
 
@@ -86,6 +92,7 @@ def world(make_user):
     ChapterFactory(project=project, number=1)
     WorldDoc.objects.create(project=project, name="geography", content="# 北境")
     CharacterFactory(project=project, slug="lin-feng")
+    Foreshadowing.objects.create(project=project, fid="F-001", description="玉佩")
     run = PipelineRun.objects.create(project=project, kind=RunKind.QUICKSTART, status=RunStatus.WAITING,
                                      stage="quickstart:world")
     question = GateQuestion.objects.create(project=project, run=run, step="quickstart:world", topic="t", spec=SPEC,

@@ -1,12 +1,27 @@
 """The foreshadowing ledger: foreshadow ops of a committed delta become facts (facts §10.9)."""
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.utils.translation import gettext as _
 
-from projects.lock_objects import foreshadowing_lock_many
+from projects.errors import InvalidData, VersionConflict
+from projects.lock_objects import foreshadowing_lock_many, project_lock
 from projects.models import STATUS_RANK, Foreshadowing, ForeshadowingEvent, Project, Volume
+from projects.services.editing import full_clean_or_raise
+from projects.state_ops import FORBIDDEN_SEGMENTS, MAX_FORESHADOW_ID_LENGTH
+
+# What a person may change on the web; status, planted_*, last_updated_chapter and the events are the
+# pipeline's (facts §10.9: they follow the foreshadow ops of committed chapters).
+HUMAN_FIELDS = ("description", "scope", "target_resolve_start", "target_resolve_end")
+# An id is used as a foreshadow op's path and in web addresses: no whitespace, no slash (schemas
+# _GLOBAL_ITEM: a string of 1…200 characters; state_ops: no forbidden dotted segment).
+FORESHADOW_ID_RE = re.compile(r"[^\s/\\]{1,%d}" % MAX_FORESHADOW_ID_LENGTH)
 
 
 def foreshadowing_plan_items(volume: Volume | None) -> dict[str, dict[str, Any]]:
@@ -65,3 +80,67 @@ def foreshadowing_apply_ops(
         )
         touched.append(row)
     return touched
+
+
+def foreshadowing_digest(row: Foreshadowing) -> str:
+    """A fingerprint of the fields a person edits: the ledger has no edit version, and a pipeline
+    backfill of the description must refuse a human save that started before it."""
+    values = [getattr(row, name) for name in HUMAN_FIELDS]
+    return hashlib.sha256(json.dumps(values, ensure_ascii=False).encode()).hexdigest()
+
+
+def foreshadowing_id_check(fid: str) -> None:
+    if fid == "new" or not FORESHADOW_ID_RE.fullmatch(fid or "") or any(s in FORBIDDEN_SEGMENTS for s in fid.split(".")):
+        raise InvalidData(_("The id must be 1 to %(n)s characters without spaces or slashes, like F-001.")
+                          % {"n": MAX_FORESHADOW_ID_LENGTH}, extra={"field": "fid"})
+
+
+def _range_check(start: int | None, end: int | None) -> None:
+    if (start is None) != (end is None):
+        raise InvalidData(_("Give both chapters of the target range, or neither."))
+    if start is not None and start > end:
+        raise InvalidData(_("The target range ends (chapter %(end)s) before it starts (chapter %(start)s).")
+                          % {"start": start, "end": end})
+
+
+@transaction.atomic
+def foreshadowing_create(*, project: Project, editor: AbstractBaseUser | None, fid: str, description: str,
+                         scope: str, target_resolve_start: int | None, target_resolve_end: int | None
+                         ) -> Foreshadowing:
+    """A new ledger item planned by a person: status "planted" with no planted chapter (the
+    pipeline sets it when a chapter plants it). Takes the project lock. ``editor`` is accepted for
+    symmetry with other human edits; the ledger has no history table (its events are the history)."""
+    foreshadowing_id_check(fid)
+    _range_check(target_resolve_start, target_resolve_end)
+    project_lock(project.pk)
+    if project.foreshadowing.filter(fid=fid).exists():
+        raise InvalidData(_("There is already a foreshadowing item %(fid)s.") % {"fid": fid}, extra={"field": "fid"})
+    row = Foreshadowing(project=project, fid=fid, description=description, scope=scope,
+                        target_resolve_start=target_resolve_start, target_resolve_end=target_resolve_end)
+    full_clean_or_raise(row)
+    row.save()
+    return row
+
+
+@transaction.atomic
+def foreshadowing_update(*, item: Foreshadowing, editor: AbstractBaseUser | None, base_digest: str,
+                         **changes: Any) -> Foreshadowing:
+    """Change the human fields (``HUMAN_FIELDS``) of ``item`` if nobody changed them since
+    ``base_digest`` (``foreshadowing_digest``); status and history are left to the pipeline. Takes
+    the project lock, then the row lock."""
+    unknown = set(changes) - set(HUMAN_FIELDS)
+    if unknown:
+        raise InvalidData(f"not editable here: {', '.join(sorted(unknown))}")
+    project_lock(item.project_id)
+    row = foreshadowing_lock_many(project=item.project, fids=[item.fid]).get(item.fid)
+    if row is None:
+        raise InvalidData(_("This foreshadowing item no longer exists."))
+    if foreshadowing_digest(row) != base_digest:
+        raise VersionConflict(f"{row.fid} was changed by someone else after this edit started.",
+                              extra={"fid": row.fid})
+    for name, value in changes.items():
+        setattr(row, name, value)
+    _range_check(row.target_resolve_start, row.target_resolve_end)
+    full_clean_or_raise(row)
+    row.save(update_fields=[*changes, "updated_at"])
+    return row

@@ -1,6 +1,6 @@
 """World pages: characters, storylines, rules, world documents, the foreshadowing ledger,
-relationships and the story state (current, or at any chapter replayed from the changelog).
-Editing goes to the admin, whose forms are richer (django-jsonform)."""
+relationships (a table and a graph) and the story state (current, or at any chapter replayed from
+the changelog). Each section links to its editing page."""
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 
 from projects.models import Character, Foreshadowing, StateChange, Storyline, WorldDoc, WorldRule
 from projects.query_params import query_int
+from projects.relationship_graph import relationship_graph_svg
 from projects.selectors import character_names, foreshadowing_flags, story_state_at_chapter
 from projects.state_ops import PatchError
 from projects.views.access import page_context, project_access
@@ -24,11 +25,13 @@ def world_view(request, slug: str):
     flags = foreshadowing_flags(project=project)
     ledger = [{"row": f, "overdue": f.fid in flags.overdue, "dormant": flags.dormant.get(f.fid)}
               for f in Foreshadowing.objects.filter(project=project).order_by("fid")]
+    names = character_names(project=project)
     return render(request, "projects/world.html", page_context(
         access, characters=folded_texts(characters, "profile"), docs=folded_texts(docs, "content"), ledger=ledger,
         storylines=Storyline.objects.filter(project=project).order_by("position", "slug"),
         rules=WorldRule.objects.filter(project=project).order_by("rule_id"),
-        relationships=relationship_rows(project.relationships, names=character_names(project=project)),
+        relationships=relationship_rows(project.relationships, names=names),
+        relationship_graph=relationship_graph_svg(project.relationships, names=names),
         relationships_raw=project.relationships or None))
 
 
