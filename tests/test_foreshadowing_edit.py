@@ -138,3 +138,27 @@ def test_an_imported_id_with_a_slash_still_has_its_page(project, make_user):
     client = member(project, make_user, "editor")
     assert client.get(reverse("world", args=[project.slug])).status_code == 200
     assert client.get(edit_url(project, "旧/伏笔 1")).status_code == 200
+
+
+def test_the_admin_applies_the_same_rules_to_a_ledger_item(make_user):
+    """A staff owner adding an item in the admin gets the web page's id and range checks."""
+    from django.test import Client
+    from django.urls import reverse
+
+    from projects.models import Foreshadowing
+    from projects.sample_project import sample_project_create
+
+    owner = make_user("staff-owner")
+    project = sample_project_create(owner=owner, slug="ledger")
+    client = Client()
+    client.force_login(owner)
+    from tests.test_admin import form_post_data
+
+    url = reverse("admin:projects_foreshadowing_add")
+    base = form_post_data(client.get(url), project=project.pk, description="第七盏灯", scope="short")
+    for fid, start, end in (("has space", "", ""), ("F-009", "9", "3"), ("F-009", "3", "")):
+        response = client.post(url, {**base, "fid": fid, "target_resolve_start": start, "target_resolve_end": end})
+        assert response.status_code == 200, fid
+    assert not Foreshadowing.objects.filter(project=project, fid__in=["has space", "F-009"]).exists()
+    ok = client.post(url, {**base, "fid": "F-009", "target_resolve_start": "3", "target_resolve_end": "9"})
+    assert ok.status_code == 302, ok.context["adminform"].form.errors if ok.context else ""

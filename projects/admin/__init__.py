@@ -29,7 +29,10 @@ from projects.models import (
     WorldDoc,
     WorldRule,
 )
+from projects.errors import InvalidData
+from projects.json_fields import SchemaJSONModelForm
 from projects.permissions import Action
+from projects.services.foreshadowing import foreshadowing_id_check, foreshadowing_range_check
 from projects.services.projects import (
     membership_is_last_owner,
     membership_remove,
@@ -360,8 +363,23 @@ class ForeshadowingEventInline(admin.TabularInline):
         return False
 
 
+class ForeshadowingForm(SchemaJSONModelForm):
+    """The web page's rules for a ledger item (id form, a target range with both ends in order)."""
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            if self.instance.pk is None and "fid" in cleaned:
+                foreshadowing_id_check(cleaned["fid"])
+            foreshadowing_range_check(cleaned.get("target_resolve_start"), cleaned.get("target_resolve_end"))
+        except InvalidData as exc:
+            raise forms.ValidationError(exc.message) from exc
+        return cleaned
+
+
 @admin.register(Foreshadowing)
 class ForeshadowingAdmin(ProjectScopedAdmin):
+    form = ForeshadowingForm
     list_display = ["fid", "project", "scope", "status", "planted_chapter", "target_resolve_end",
                     "last_updated_chapter"]
     list_select_related = ["project"]

@@ -95,7 +95,7 @@ def foreshadowing_id_check(fid: str) -> None:
                           % {"n": MAX_FORESHADOW_ID_LENGTH}, extra={"field": "fid"})
 
 
-def _range_check(start: int | None, end: int | None) -> None:
+def foreshadowing_range_check(start: int | None, end: int | None) -> None:
     if (start is None) != (end is None):
         raise InvalidData(_("Give both chapters of the target range, or neither."))
     if start is not None and start > end:
@@ -111,7 +111,7 @@ def foreshadowing_create(*, project: Project, editor: AbstractBaseUser | None, f
     pipeline sets it when a chapter plants it). Takes the project lock. ``editor`` is accepted for
     symmetry with other human edits; the ledger has no history table (its events are the history)."""
     foreshadowing_id_check(fid)
-    _range_check(target_resolve_start, target_resolve_end)
+    foreshadowing_range_check(target_resolve_start, target_resolve_end)
     project_lock(project.pk)
     if project.foreshadowing.filter(fid=fid).exists():
         raise InvalidData(_("There is already a foreshadowing item %(fid)s.") % {"fid": fid}, extra={"field": "fid"})
@@ -140,7 +140,7 @@ def foreshadowing_update(*, item: Foreshadowing, editor: AbstractBaseUser | None
                               extra={"fid": row.fid})
     for name, value in changes.items():
         setattr(row, name, value)
-    _range_check(row.target_resolve_start, row.target_resolve_end)
+    foreshadowing_range_check(row.target_resolve_start, row.target_resolve_end)
     full_clean_or_raise(row)
     row.save(update_fields=[*changes, "updated_at"])
     return row
