@@ -162,3 +162,17 @@ def fake_anthropic():
 
     with FakeAnthropic() as fake:
         yield fake
+
+
+def member_client(project, make_user, role: str = "editor", *, language: str | None = None):
+    """A logged-in test client of a new (non-staff) user who has ``role`` in ``project``; with
+    ``language``, the pages answer in it (else Chinese, the default)."""
+    from django.test import Client
+
+    from projects.models import Membership, Role
+
+    user = make_user(role, staff=False)
+    Membership.objects.create(project=project, user=user, role=Role(role))
+    client = Client(HTTP_ACCEPT_LANGUAGE=language) if language else Client()
+    client.force_login(user)
+    return client

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 from django import forms
-from django.test import Client
 from django.urls import reverse
 
-from projects.models import ChapterContract, Membership, Role
+from projects.models import ChapterContract
 from projects.sample_project import sample_project_create
+from tests.conftest import member_client as editor
 
 pytestmark = pytest.mark.django_db
 
@@ -26,12 +26,6 @@ def project(make_user):
     return project
 
 
-def editor(project, make_user, role: str = "editor") -> Client:
-    user = make_user(role, staff=False)
-    Membership.objects.create(project=project, user=user, role=Role(role))
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def url(project, chapter: int = 2) -> str:

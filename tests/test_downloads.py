@@ -11,9 +11,10 @@ from django.test import Client
 from django.urls import reverse
 from ebooklib import ITEM_DOCUMENT, epub
 
-from projects.models import Chapter, Membership, Role, Volume
+from projects.models import Chapter, Volume
 from projects.reading_copy import book_chapters
 from projects.sample_project import sample_project_create
+from tests.conftest import member_client as member
 
 pytestmark = pytest.mark.django_db
 
@@ -30,12 +31,6 @@ def book(make_user):
     return project
 
 
-def member(project, make_user, role: str) -> Client:
-    user = make_user(role, staff=False)
-    Membership.objects.create(project=project, user=user, role=Role(role))
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def body(response) -> bytes:

@@ -6,8 +6,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from projects.models import Foreshadowing, ForeshadowingEvent, Membership, Role
+from projects.models import Foreshadowing, ForeshadowingEvent
 from projects.sample_project import sample_project_create
+from tests.conftest import member_client as member
 
 pytestmark = pytest.mark.django_db
 
@@ -23,12 +24,6 @@ def project(make_user):
     return project
 
 
-def member(project, make_user, role: str) -> Client:
-    user = make_user(role, staff=False)
-    Membership.objects.create(project=project, user=user, role=Role(role))
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def edit_url(project, fid: str = "F-001") -> str:

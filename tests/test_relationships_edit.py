@@ -11,9 +11,10 @@ from django import forms
 from django.test import Client
 from django.urls import reverse
 
-from projects.models import Character, Membership, Project, Role
+from projects.models import Character, Project, Role
 from projects.relationship_graph import relationship_graph_svg
 from projects.sample_project import sample_project_create
+from tests.conftest import member_client as member
 
 pytestmark = pytest.mark.django_db
 
@@ -25,12 +26,6 @@ def project(make_user):
     return sample_project_create(owner=make_user("owner", staff=False))
 
 
-def member(project, make_user, role: str) -> Client:
-    user = make_user(role, staff=False)
-    Membership.objects.create(project=project, user=user, role=Role(role))
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def url(project) -> str:

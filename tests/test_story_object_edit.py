@@ -4,11 +4,11 @@ and readers kept out."""
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 
-from projects.models import Membership, Role, Storyline, Volume, WorldDoc, WorldRule
+from projects.models import Storyline, Volume, WorldDoc, WorldRule
 from projects.sample_project import sample_project_create
+from tests.conftest import member_client
 
 pytestmark = pytest.mark.django_db
 
@@ -18,12 +18,8 @@ def project(make_user):
     return sample_project_create(owner=make_user("owner", staff=False))
 
 
-def member(project, make_user, role: str = "editor") -> Client:
-    user = make_user(role, staff=False)
-    Membership.objects.create(project=project, user=user, role=Role(role))
-    client = Client(HTTP_ACCEPT_LANGUAGE="en")
-    client.force_login(user)
-    return client
+def member(project, make_user, role: str = "editor"):
+    return member_client(project, make_user, role, language="en")  # the messages are checked in English
 
 
 def page_data(response, **changes) -> dict:
