@@ -176,3 +176,11 @@ def member_client(project, make_user, role: str = "editor", *, language: str | N
     client = Client(HTTP_ACCEPT_LANGUAGE=language) if language else Client()
     client.force_login(user)
     return client
+
+
+def web_log_in(page, base_url: str, username: str) -> None:
+    """Log in on the web pages as a person does, with the password ``make_user`` gave the account."""
+    page.goto(f"{base_url}/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", f"pw-{username}")
+    page.click("button[type=submit].primary")

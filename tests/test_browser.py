@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.conftest import SHOTS, shot
+from tests.conftest import SHOTS, shot, web_log_in
 
 # PostgreSQL: the live server answers the page's progress polls while the background thread runs
 # the stages; SQLite's in-memory test database is one connection shared by those
@@ -153,10 +153,7 @@ def test_the_new_project_form_fills_the_slug_from_the_title_and_keeps_a_typed_on
     from playwright.sync_api import expect
 
     make_user("owner")
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "owner")
-    page.fill("input[name=password]", "pw-owner")
-    page.click("button[type=submit].primary")
+    web_log_in(page, live_server.url, "owner")
     page.goto(f"{live_server.url}/new/")
     page.locator("#create-form input[name=title]").press_sequentially("雾城纪事")
     expect(page.locator("#create-form input[name=slug]")).to_have_value("wu-cheng-ji-shi")
@@ -183,10 +180,7 @@ def test_a_reviewer_reads_a_paused_chapter_and_decides(page, live_server, make_u
     page.set_default_timeout(TIMEOUT_MS)
     expect.set_options(timeout=20_000)
     try:
-        page.goto(f"{live_server.url}/login/")
-        page.fill("input[name=username]", "reviewer")
-        page.fill("input[name=password]", "pw-reviewer")
-        page.click("button[type=submit].primary")
+        web_log_in(page, live_server.url, "reviewer")
         page.goto(f"{live_server.url}/p/{demo.slug}/")
         expect(page.locator("#next-step")).to_have_text("第 2 章 · 评审")
         page.click("#answer-question")  # a reviewer may answer: the dashboard links to the question

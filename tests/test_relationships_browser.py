@@ -8,7 +8,7 @@ import pytest
 
 from projects.models import Membership, Project, Role
 from projects.sample_project import sample_project_create
-from tests.conftest import SHOTS, shot
+from tests.conftest import SHOTS, shot, web_log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -25,10 +25,7 @@ def test_an_editor_edits_relationships_and_sees_the_graph(page, live_server, mak
     project = sample_project_create(owner=make_user("owner", staff=False))
     Membership.objects.create(project=project, user=writer, role=Role.EDITOR)
     page.set_default_timeout(30_000)
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "writer")
-    page.fill("input[name=password]", "pw-writer")
-    page.click("button[type=submit].primary")
+    web_log_in(page, live_server.url, "writer")
 
     page.goto(f"{live_server.url}/p/{project.slug}/world/#relationships")
     page.click("#edit-relationships")

@@ -9,7 +9,7 @@ import pytest
 
 from projects.models import ChapterContract, Character, Membership, Role
 from projects.sample_project import sample_project_create
-from tests.conftest import shot
+from tests.conftest import shot, web_log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -37,10 +37,7 @@ def test_a_writer_edits_a_character_and_a_chapter_contract(page, live_server, ma
     project = sample_project_create(owner=make_user("owner", staff=False))
     Membership.objects.create(project=project, user=writer, role=Role.EDITOR)
     page.set_default_timeout(30_000)
-    page.goto(f"{live_server.url}/login/")
-    page.fill("input[name=username]", "writer")
-    page.fill("input[name=password]", "pw-writer")
-    page.click("button[type=submit].primary")
+    web_log_in(page, live_server.url, "writer")
 
     # the character: a contract's rule changed, one contract added
     page.goto(f"{live_server.url}/p/{project.slug}/world/")
