@@ -57,7 +57,8 @@ def pages(sample) -> list[tuple[str, str, bool]]:
     urls += [("chapter 1", reverse("chapter-read", args=[demo, 1]), True),
              ("chapter 1 history", reverse("chapter-history", args=[demo, 1]), True),
              ("state at 1", reverse("state", args=[demo]) + "?chapter=1", True),
-             ("promotion", reverse("promotion", args=[demo, sample.promotion.pk]), True)]
+             ("promotion", reverse("promotion", args=[demo, sample.promotion.pk]), True),
+             ("storyline schedule", reverse("schedule-edit", args=[demo, 1]), False)]
     return urls
 
 

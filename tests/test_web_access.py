@@ -10,7 +10,7 @@ from pipeline.models import GateQuestion, PipelineRun, RunKind, RunStatus
 from projects.models import Foreshadowing, WorldDoc
 from projects.permissions import Action, role_allows
 from projects.services.projects import membership_set_role, project_create
-from tests.factories import ChapterFactory, CharacterFactory
+from tests.factories import ChapterFactory, CharacterFactory, VolumeFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -70,6 +70,8 @@ PAGES = [
     ("post", "foreshadowing-new", [], Action.EDIT, 200),  # empty form: shown again with errors
     ("get", "foreshadowing-edit", ["F-001"], Action.EDIT, 200),
     ("post", "foreshadowing-edit", ["F-001"], Action.EDIT, 200),
+    ("get", "schedule-edit", [1], Action.EDIT, 200),
+    ("post", "schedule-edit", [1], Action.EDIT, 200),  # empty form: shown again with errors
 ]
 
 
@@ -89,7 +91,7 @@ def world(make_user):
         membership_set_role(project=project, user=users[role], role=role)
     users["outsider"] = make_user("outsider")
     project_create(owner=users["outsider"], slug="other", title="别的书")  # a member elsewhere
-    ChapterFactory(project=project, number=1)
+    ChapterFactory(project=project, number=1, volume=VolumeFactory(project=project, number=1))
     WorldDoc.objects.create(project=project, name="geography", content="# 北境")
     CharacterFactory(project=project, slug="lin-feng")
     Foreshadowing.objects.create(project=project, fid="F-001", description="玉佩")
