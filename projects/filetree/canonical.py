@@ -1,5 +1,6 @@
 """Byte-exact encodings of the tree's files, so that two exports of unchanged data are identical:
-UTF-8 without BOM, LF line ends, one trailing newline, JSON with sorted keys and two-space indent.
+UTF-8 without BOM, LF line ends, one trailing newline, JSON with sorted keys and two-space indent
+(changelog lines compact, as the tool appends them; imported files keep their own form, fidelity.py).
 The decoders are the strict counterparts the importer uses on outside files."""
 from __future__ import annotations
 
@@ -15,9 +16,23 @@ def dump_json(value: Any) -> bytes:
     return (json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2) + "\n").encode()
 
 
+# the tool's delta objects (facts §10.8), in the order it writes their keys
+DELTA_KEYS = ("chapter", "base_state_version", "storyline_id", "ops")
+OP_KEYS = ("op", "path", "value", "detail")
+
+
 def dump_json_line(value: Any) -> str:
-    """One changelog.jsonl line (no newline)."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    """One changelog.jsonl line (no newline), as the tool appends it: compact, the delta's keys in
+    the tool's order, then any others."""
+    if isinstance(value, dict):
+        value = _ordered(value, DELTA_KEYS)
+        if isinstance(value.get("ops"), list):
+            value["ops"] = [_ordered(op, OP_KEYS) if isinstance(op, dict) else op for op in value["ops"]]
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _ordered(value: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {**{key: value[key] for key in keys if key in value}, **value}
 
 
 def dump_text(text: str) -> bytes:

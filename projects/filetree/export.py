@@ -6,6 +6,7 @@ section and without holding the book in memory. Nothing in a file depends on the
 """
 from __future__ import annotations
 
+import json
 import os
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -18,6 +19,7 @@ from projects.checkpoint import checkpoint_of
 from projects.filetree import paths
 from projects.filetree.canonical import dump_json, dump_json_line, dump_text
 from projects.filetree.changelogs import CHARACTER_MODELS, WORLD_MODELS, changelog_text
+from projects.filetree.fidelity import faithful_files
 from projects.filetree.hooks import extension_files, staging_files
 from projects.models import Chapter, Project
 
@@ -30,8 +32,8 @@ def chapter_file_text(title: str, text: str) -> str:
     return f"# {title}\n\n{text}" if title else text
 
 
-def _project_files(project: Project) -> Iterator[tuple[str, bytes]]:
-    yield paths.CHECKPOINT, dump_json(checkpoint_of(project))
+def _project_files(project: Project, originals: dict[str, str]) -> Iterator[tuple[str, bytes]]:
+    yield paths.CHECKPOINT, dump_json(checkpoint_of(project, imported_time=_imported_time(originals)))
     yield paths.BRIEF, dump_text(project.brief)
     if project.style_profile:
         yield paths.STYLE_PROFILE, dump_json(project.style_profile)
@@ -40,6 +42,14 @@ def _project_files(project: Project) -> Iterator[tuple[str, bytes]]:
     if project.style_drift and project.style_drift.get("active"):  # seed 000 §9.1: only while active
         yield paths.STYLE_DRIFT, dump_json(project.style_drift)
     yield paths.NOVELSITE_PROJECT, dump_json(_novelsite_settings(project))
+
+
+def _imported_time(originals: dict[str, str]) -> str | None:
+    try:
+        value = json.loads(originals.get(paths.CHECKPOINT) or "{}").get("last_checkpoint_time")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _novelsite_settings(project: Project) -> dict[str, Any]:
@@ -161,7 +171,7 @@ def foreshadowing_plan_for_export(plan: Any) -> dict[str, Any]:
     return {"schema_version": 1, **plan, "items": items, "foreshadowing": items}
 
 
-def _volumes(project: Project) -> Iterator[tuple[str, bytes]]:
+def _volumes(project: Project, originals: dict[str, str]) -> Iterator[tuple[str, bytes]]:
     contracts: dict[int, list] = {}
     for contract in project.chapter_contracts.select_related("volume"):
         contracts.setdefault(contract.volume.number, []).append(contract)
@@ -170,7 +180,9 @@ def _volumes(project: Project) -> Iterator[tuple[str, bytes]]:
         yield f"{base}/outline.md", dump_text(volume.outline)
         yield f"{base}/storyline-schedule.json", dump_json(schedule_for_export(volume.storyline_schedule))
         yield f"{base}/foreshadowing.json", dump_json(foreshadowing_plan_for_export(volume.foreshadowing_plan))
-        yield f"{base}/new-characters.json", dump_json(volume.new_characters)
+        # the plan always has one (facts §6), but no empty one is added to an imported tree that lacked it
+        if volume.new_characters or not originals or f"{base}/new-characters.json" in originals:
+            yield f"{base}/new-characters.json", dump_json(volume.new_characters)
         for contract in contracts.get(volume.number, []):
             yield paths.contract_path(volume.number, contract.chapter), dump_json(contract.data)
         if volume.review:
@@ -240,13 +252,14 @@ def _archives(project: Project) -> Iterator[tuple[str, bytes]]:
 def tree_files(project: Project) -> Iterator[tuple[str, bytes]]:
     """Every file of the project's tree, in a fixed order. Never ``.novel.lock/``."""
     written: set[str] = set()
+    originals = dict(project.imported_files.values_list("path", "content"))
     sections: Iterable[Iterator[tuple[str, bytes]]] = (
-        _project_files(project), _research_and_world(project), _characters(project), _storylines(project),
-        _volumes(project), _chapters(project), _state(project), _foreshadowing(project), _archives(project),
+        _project_files(project, originals), _research_and_world(project), _characters(project), _storylines(project),
+        _volumes(project, originals), _chapters(project), _state(project), _foreshadowing(project), _archives(project),
         extension_files(project), staging_files(project),
     )
     for section in sections:
-        for path, data in section:
+        for path, data in faithful_files(section, originals):
             written.add(path)
             yield path, data
     for extra in project.extra_files.order_by("path").iterator(chunk_size=200):

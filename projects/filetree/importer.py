@@ -12,14 +12,14 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.validators import validate_slug
 from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, transaction
-from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django.utils.text import slugify
 from simple_history.utils import bulk_create_with_history
 
+from projects.checkpoint import checkpoint_moment, legacy_state
 from projects.evaluations import chapter_log_columns, evaluation_columns
 from projects.filetree.changelogs import IMPORT_REASON
 from projects.filetree.errors import TreeError
+from projects.filetree.fidelity import is_kept_as_imported
 from projects.filetree.hooks import extension_read
 from projects.filetree.parse import STORYLINE_LINE_RE, ParsedTree, chapter_storyline, chapter_volume, parse_tree
 from projects.filetree.source import TreeSource
@@ -37,6 +37,7 @@ from projects.models import (
     Foreshadowing,
     ForeshadowingEvent,
     GateDecision,
+    ImportedFile,
     Membership,
     Project,
     ResearchNote,
@@ -92,6 +93,7 @@ def tree_import(
                     may_replace(existing)
                 existing.delete()
             project = _write(tree, slug, owner)
+            _keep_originals(project, source, tree)
     except (DataError, IntegrityError, OverflowError) as exc:
         # a value the checks above let through but a column cannot hold (a huge number, an over-long
         # id on PostgreSQL): still an invalid tree, and the transaction has rolled everything back
@@ -136,6 +138,20 @@ def _write(tree: ParsedTree, slug: str, owner: AbstractBaseUser | None) -> Proje
     return project
 
 
+def _keep_originals(project: Project, source: TreeSource, tree: ParsedTree) -> None:
+    """The JSON files as the tree wrote them, for a faithful export (filetree/fidelity.py); the
+    files Novelsite does not model are kept whole already (ExtraFile)."""
+    originals = []
+    for path, data in sorted(source.files.items()):
+        if not is_kept_as_imported(path) or path in tree.extra_files:
+            continue
+        try:
+            originals.append(ImportedFile(project=project, path=path, content=data.decode("utf-8")))
+        except UnicodeDecodeError:
+            continue
+    ImportedFile.objects.bulk_create(originals, batch_size=BATCH)
+
+
 def _project_fields(tree: ParsedTree) -> dict[str, Any]:
     meta = tree.project
     autopilot = meta.get("autopilot", {})
@@ -176,23 +192,12 @@ def _checkpoint_fields(checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     if checkpoint is None:
         return {"orchestrator_state": "INIT"}
     fields = {name: checkpoint[name] for name in CHECKPOINT_FIELDS if name in checkpoint}
-    fields.setdefault("orchestrator_state", _legacy_state(checkpoint))
+    fields.setdefault("orchestrator_state", legacy_state(checkpoint))
     fields["pending_actions"] = checkpoint.get("pending_actions", [])
     if fields.get("last_checkpoint_time"):
-        moment = parse_datetime(fields["last_checkpoint_time"])
-        if moment is not None and timezone.is_naive(moment):
-            moment = timezone.make_aware(moment)
-        fields["last_checkpoint_time"] = moment
+        fields["last_checkpoint_time"] = checkpoint_moment(fields["last_checkpoint_time"])
     fields["checkpoint_extra"] = {k: v for k, v in checkpoint.items() if k not in CHECKPOINT_FIELDS}
     return fields
-
-
-def _legacy_state(checkpoint: dict[str, Any]) -> str:
-    stage, inflight = checkpoint.get("pipeline_stage"), checkpoint.get("inflight_chapter")
-    idle = stage in (None, "committed")
-    if (idle and inflight is not None) or (not idle and inflight is None):
-        return "ERROR_RETRY"
-    return "CHAPTER_REWRITE" if stage == "revising" else "WRITING"
 
 
 def _rule(project: Project, position: int, rule: dict[str, Any]) -> WorldRule:

@@ -6,13 +6,15 @@ format does not know is kept verbatim (``extra_files``) and reported.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
+from projects.checkpoint import legacy_state
 from projects.evaluations import chapter_log_columns, evaluation_columns
 from projects.filetree import paths
 from projects.filetree.canonical import decode_exact, load_json, load_json_lines, load_text
@@ -367,6 +369,28 @@ def _dispatch(tree: ParsedTree, path: str, data: bytes) -> None:
             handler(tree, match, path, data)
             return
     _keep(tree, path, data)
+
+
+def file_meaning(path: str, data: bytes) -> str | None:
+    """What an import reads from this one file, as one text: two files with the same meaning import
+    the same, however differently they are written (a bare list or an object, ``type:main_arc`` or
+    ``main_arc``, a checkpoint with or without the state its legacy fields imply). None when the
+    file does not parse on its own."""
+    tree = ParsedTree()
+    try:
+        _dispatch(tree, path, data)
+    except TreeError:
+        return None
+    if tree.checkpoint is not None:
+        tree.checkpoint = {"orchestrator_state": legacy_state(tree.checkpoint), **tree.checkpoint}
+    read = {f.name: getattr(tree, f.name) for f in fields(tree) if f.name not in ("kept", "warnings")}
+    return json.dumps(read, ensure_ascii=False, sort_keys=True, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, ParsedChapter):
+        return asdict(value)
+    raise TypeError(f"{type(value).__name__} is not plain data")
 
 
 def _keep(tree: ParsedTree, path: str, data: bytes) -> None:

@@ -178,3 +178,18 @@ class ExtraFile(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class ImportedFile(models.Model):
+    """A JSON file of an imported tree as it was written, so that an export of unchanged data gives
+    the same bytes back and an export of changed data keeps its order (filetree/fidelity.py)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="imported_files")
+    path = models.CharField(max_length=500)
+    content = models.TextField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "path"], name="importedfile_unique_path")]
+
+    def __str__(self) -> str:
+        return self.path

@@ -48,12 +48,14 @@ def _plan_items(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _merged_foreshadowing(existing: dict[str, Any], incoming: dict[str, Any]) -> dict[str, Any]:
-    """facts §6 seed merge: items merged by id; written with both keys (facts §15.2)."""
+    """facts §6 seed merge: items merged by id; written with both keys (facts §15.2). The plan's
+    other keys (``volume`` …) are kept."""
     merged: dict[str, dict[str, Any]] = {}
     for item in [*_plan_items(existing), *_plan_items(incoming)]:
         merged[str(item.get("id"))] = {**merged.get(str(item.get("id")), {}), **item}
     items = list(merged.values())
-    return {"schema_version": 1, "items": items, "foreshadowing": items}
+    keys = {**(existing if isinstance(existing, dict) else {}), **(incoming if isinstance(incoming, dict) else {})}
+    return {"schema_version": 1, **keys, "items": items, "foreshadowing": items}
 
 
 @transaction.atomic
