@@ -43,6 +43,7 @@ from pipeline.step_files import (
 )
 from pipeline.tree_reader import CHECKPOINT, TreeReader
 from pipeline.tree_steps import orchestrator_state, validate_step
+from projects.checkpoint import checkpoint_time_text
 from projects.errors import NovelsiteError
 from projects.filetree.canonical import dump_json
 
@@ -102,7 +103,7 @@ def advance_step(root: str | os.PathLike[str], step: str) -> dict[str, Any]:
         checkpoint = json.loads((root / CHECKPOINT).read_text(encoding="utf-8"))
         updated = dict(checkpoint)
         after = ADVANCERS[parsed.kind](root, parsed, checkpoint, updated)
-        updated["last_checkpoint_time"] = datetime.now(UTC).isoformat(timespec="seconds")
+        updated["last_checkpoint_time"] = checkpoint_time_text(datetime.now(UTC))
         _write_checkpoint(root, updated)
         if after is not None:
             after()
