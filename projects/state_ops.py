@@ -394,19 +394,20 @@ def _apply_inc(container: dict[str, Any], key: str, index: int, op: dict[str, An
 
 
 def _apply_remove(state: dict[str, Any], index: int, op: dict[str, Any], segments: list[str]) -> None:
-    """Delete the first strictly-equal element (facts §10.8); refuse when there is nothing to delete."""
+    """Delete the first strictly-equal element (facts §10.8). Nothing to delete (no such element, no
+    array yet) is a no-op, as in the tool: it harms nothing, and refusing it would send the whole
+    delta back to the model. Only a target that is not an array is refused."""
     value = _require_value(index, op)
     container = _walk(state, index, op, segments[:-1], create=False)
     target = _MISSING if container is None else container.get(segments[-1], _MISSING)
     if target is _MISSING:
-        raise _fail(BadOpValue, index, op, "no array to remove from", rule="remove_missing_array")
+        return
     if not isinstance(target, list):
         raise _fail(BadOpValue, index, op, f"target is {_kind(target)}, not an array", rule="remove_not_array")
     for position, item in enumerate(target):
         if strict_equal(item, value):
             del target[position]
             return
-    raise _fail(BadOpValue, index, op, f"value {value!r} is not in the array", rule="remove_value_absent")
 
 
 def strict_equal(left: Any, right: Any) -> bool:

@@ -129,3 +129,17 @@ def test_numbers_and_booleans_are_not_mistaken_for_each_other():
 def test_broken_originals_or_exports_fall_back_to_the_export():
     assert faithful_json("x.json", b'{"a": 1}', "{not json") == b'{"a": 1}'
     assert faithful_json_lines(b'{"a":1}\n', "garbage\n") == b'{"a":1}\n'
+
+
+def test_a_tool_state_without_the_foreshadowing_mirror_imports_without_a_warning():
+    """The tool leaves ``active_foreshadowing`` as it is; Novelsite keeps it in step with the
+    foreshadow ops. A state that differs only there is not "different from the replayed state"."""
+    files = original_files()
+    state = json.loads(files["state/current-state.json"])
+    state["active_foreshadowing"] = []
+    files["state/current-state.json"] = json.dumps(state, ensure_ascii=False, indent=2).encode()
+    report = import_files(files, slug="no-mirror")
+    assert report.warnings == []
+    state["characters"]["shen-yan"]["location"] = "别处"  # a real difference still warns
+    files["state/current-state.json"] = json.dumps(state, ensure_ascii=False, indent=2).encode()
+    assert any("differs" in w for w in import_files(files, slug="differs").warnings)

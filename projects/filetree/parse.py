@@ -444,12 +444,18 @@ def _check_state(tree: ParsedTree) -> None:
         raise TreeError(f"{paths.STATE_CHANGELOG}:{line}", f"the patch engine refuses this delta: "
                                                           f"{exc.message}") from exc
     tree.replayed_state = state
-    if tree.state is not None and tree.deltas and tree.state != state:
+    if tree.state is not None and tree.deltas and _without_mirror(tree.state) != _without_mirror(state):
         tree.warnings.append(f"{paths.CURRENT_STATE} differs from the state replayed from {paths.STATE_CHANGELOG}; "
                              "the current state file was kept")
     if tree.state is not None and tree.state["state_version"] < len(tree.deltas):
         raise TreeError(paths.CURRENT_STATE, f"state_version {tree.state['state_version']} is older than the "
                                              f"{len(tree.deltas)} deltas of the changelog")
+
+
+def _without_mirror(state: dict) -> dict:
+    """The state without ``active_foreshadowing``, which Novelsite keeps in step with foreshadow ops
+    and the tool leaves as it is: a tool tree's state is not "different" for that alone."""
+    return {key: value for key, value in state.items() if key != "active_foreshadowing"}
 
 
 def chapter_storyline(tree: ParsedTree, number: int) -> str | None:
