@@ -197,22 +197,33 @@ def test_near_miss_tags_are_text() -> None:
     assert result.outside == STREAMS["near_miss_tags"]
 
 
-def test_unclosed_tag_is_auto_closed_with_a_notice() -> None:
+def test_unclosed_tag_is_auto_closed_with_a_warning_not_an_error() -> None:
+    """seed 004 §4.1: auto-closing is the tolerated behaviour."""
     stream = STREAMS["unclosed_reply"]
     events, result = feed_chunks([stream])
     assert events[-1] == TagClose("reply", len(stream), auto=True)
     assert result.texts == {"thought": "想", "reply": "写到一半"}
     assert result.auto_closed == ["reply"]
-    assert len(result.errors) == 1
-    assert result.errors[0].position == stream.index("<reply>")
-    assert "not closed" in result.errors[0].message
+    assert result.errors == [] and result.ok
+    (warning,) = result.warnings
+    assert warning.position == stream.index("<reply>")
+    assert "not closed" in warning.message
 
 
-def test_unclosed_state_update_contributes_no_ops() -> None:
-    result = parse(STREAMS["unclosed_state_update"], TAGS)
-    assert result.auto_closed == ["state_update"]
-    assert result.ops == []
-    assert "ops are ignored" in result.errors[0].message
+def test_an_auto_closed_state_update_gives_its_ops_and_cut_json_is_still_an_error() -> None:
+    result = parse('<state_update>[["SET", "world_state.x", 1]]', TAGS)
+    assert result.auto_closed == ["state_update"] and result.errors == []
+    assert result.ops == [{"op": "set", "path": "world_state.x", "value": 1}]
+    cut = parse('<state_update>[["SET", "world_state.x", 1], ["SE', TAGS)
+    assert cut.ops == [] and cut.errors
+
+
+def test_a_lone_op_object_is_refused_but_one_per_line_is_a_list() -> None:
+    ops, errors = parse_state_update('{"op": "set", "path": "world_state.x", "value": 1}')
+    assert ops == [] and "lone op object" in errors[0].message
+    ops, errors = parse_state_update('{"op": "set", "path": "world_state.x", "value": 1}\n'
+                                     '{"op": "inc", "path": "world_state.y", "value": 2}')
+    assert errors == [] and [op["op"] for op in ops] == ["set", "inc"]
 
 
 def test_nested_same_tag_is_text() -> None:

@@ -12,7 +12,9 @@ The protocol is a strict, flat subset of XML:
   (``<reply>a<reply>b</reply>`` gives the reply text ``a<reply>b``), is text. A closing tag with no open tag
   is text.
 * A tag still open at the end of the stream is auto-closed (``TagClose(auto=True)``), and noted in
-  ``errors`` and ``auto_closed``.
+  ``warnings`` and ``auto_closed``: seed 004 makes auto-closing the tolerated behaviour, and a stream
+  the model's token limit cut short is known from its stop reason, not from here. An auto-closed
+  ``<state_update>`` gives its ops like a closed one (JSON cut in the middle is an error anyway).
 
 ``FilamentParser`` is incremental: ``feed(chunk)`` returns the events it can already decide, holding back only
 the shortest tail that could still become a tag (``<rep`` waiting for ``ly>``). Positions are character
@@ -36,7 +38,8 @@ Op names are case-insensitive; a foreshadow status is lowercased. ``ADD`` with a
 is an error (``ADD`` adds to a counter; ``PUSH`` appends). Seed 000 op objects (``{"op": "set", …}``, where
 ``add`` means append) are accepted as they are. A block may be a JSON array of triples, one triple per line
 (a trailing comma is tolerated), a single triple, or an object ``{"ops": [...]}``; a Markdown code fence
-around the JSON is ignored.
+around the JSON is ignored. A lone op object (``{"op": "set", …}`` not in an array) is refused: v2 wants
+a list.
 
 A block is all or nothing, like the patch engine: if anything in it is wrong (malformed JSON, an unknown
 op, a bad value) the block contributes no op at all, and every problem is listed in ``errors`` with its
@@ -126,6 +129,7 @@ class FilamentResult:
     ops: list[dict[str, Any]] = field(default_factory=list)
     errors: list[FilamentError] = field(default_factory=list)
     auto_closed: list[str] = field(default_factory=list)
+    warnings: list[FilamentError] = field(default_factory=list)  # tolerated: auto-closed tags
 
     def text(self, tag: str) -> str:
         """The text of ``tag``, or "" if it did not occur."""
@@ -177,6 +181,7 @@ class FilamentParser:
         self._ops: list[dict[str, Any]] = []
         self._errors: list[FilamentError] = []
         self._auto_closed: list[str] = []
+        self._warnings: list[FilamentError] = []
 
     @property
     def open_tag(self) -> str | None:
@@ -252,9 +257,7 @@ class FilamentParser:
             tag, opened_at = self._tag, self._tag_pos
             self._auto_closed.append(tag)
             message = f"<{tag}> opened at {opened_at} was not closed; auto-closed at the end of the stream"
-            if tag == STATE_UPDATE_TAG:
-                message += " (its ops are ignored: the stream may have been cut short)"
-            self._errors.append(FilamentError(opened_at, message))
+            self._warnings.append(FilamentError(opened_at, message))
             self._close(events, self._held_pos, auto=True)
         return events
 
@@ -270,6 +273,7 @@ class FilamentParser:
             ops=list(self._ops),
             errors=list(self._errors),
             auto_closed=list(self._auto_closed),
+            warnings=list(self._warnings),
         )
 
     # -- internals --
@@ -292,7 +296,7 @@ class FilamentParser:
         assert tag is not None
         content = "".join(self._parts)
         self._segments.setdefault(tag, []).append(content)
-        if tag == STATE_UPDATE_TAG and not auto:
+        if tag == STATE_UPDATE_TAG:
             ops, errors = parse_state_update(content, self._content_pos)
             self._ops.extend(ops)
             self._errors.extend(errors)
@@ -368,8 +372,9 @@ def parse_state_update(content: str, offset: int = 0) -> tuple[list[dict[str, An
             errors.append(_json_error(body, body_offset, body_offset + whole_error.position, whole_error.message))
     ops: list[dict[str, Any]] = []
     index = 0
+    one_per_line = len(values) > 1
     for position, value in values:
-        items, problem = _items_of(value)
+        items, problem = _items_of(value, one_per_line=one_per_line)
         if problem:
             errors.append(FilamentError(position, f"state_update: {problem}"))
             continue
@@ -438,8 +443,9 @@ def _parses(text: str) -> bool:
     return isinstance(value, (list, dict))
 
 
-def _items_of(value: Any) -> tuple[list[Any], str | None]:
-    """The op items of one decoded JSON value, or an explanation."""
+def _items_of(value: Any, *, one_per_line: bool = False) -> tuple[list[Any], str | None]:
+    """The op items of one decoded JSON value, or an explanation. A lone op object is an item only
+    as one line of a one-op-per-line block."""
     if isinstance(value, list):
         if value and isinstance(value[0], str):  # a single triple
             return [value], None
@@ -449,8 +455,10 @@ def _items_of(value: Any) -> tuple[list[Any], str | None]:
             if not isinstance(value["ops"], list):
                 return [], f'"ops" must be an array, got {_json_type(value["ops"])}'
             return value["ops"], None
-        if "op" in value:
+        if "op" in value and one_per_line:
             return [value], None
+        if "op" in value:
+            return [], 'a lone op object; Filament v2 wants a JSON array of [OP, path, value] triples'
         return [], 'expected an array of [OP, path, value] triples or an object with "ops"'
     return [], f"expected an array of [OP, path, value] triples, got {_json_type(value)}"
 

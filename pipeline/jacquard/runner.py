@@ -167,7 +167,7 @@ class FilamentParserPlugin:
             problems = [f"missing <{tag}>" for tag in missing] + [str(e) for e in state_errors]
             raise LLMBadOutput(f"{ctx.spec.stage}: output does not follow the protocol: {'; '.join(problems)}")
         ctx.texts, ctx.ops = parsed.texts, parsed.ops
-        ctx.notes += [f"auto-closed <{tag}>" for tag in parsed.auto_closed]
+        ctx.notes += [str(warning) for warning in parsed.warnings]
 
 
 class StateUpdater:
