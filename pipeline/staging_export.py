@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from pipeline.models import ACTIVE_RUN_STATUSES, GateAnswer, PipelineRun
 from projects.filetree.canonical import dump_json, dump_text
-from projects.filetree.export import chapter_file_text
+from projects.filetree.chapter_heading import chapter_file_text
 from projects.ids import chapter_id
 from projects.filetree.paths import check_relative_path
 from projects.models import Project
@@ -40,7 +40,7 @@ def _chapter_artifacts(run: PipelineRun) -> Iterator[tuple[str, bytes]]:
     chapter, summary, evaluation = content.get("chapter", {}), content.get("summary", {}), content.get("evaluation", {})
     text = chapter.get("refined") or chapter.get("draft")
     if text:
-        yield f"staging/chapters/{cid}.md", dump_text(chapter_file_text(chapter.get("title", ""), text))
+        yield f"staging/chapters/{cid}.md", dump_text(chapter_file_text(run.chapter, chapter.get("title", ""), text))
     if summary.get("text"):
         yield f"staging/summaries/{cid}-summary.md", dump_text(summary["text"])
     if summary.get("delta"):

@@ -404,7 +404,7 @@ def test_export_file_contents_follow_the_seed_formats(full_project):
     state = loads(files["state/current-state.json"])
     assert state["schema_version"] == 1 and state["state_version"] == 4
     assert state["characters"]["lin-feng"]["inventory"] == ["密信"]
-    assert files["chapters/chapter-001.md"].decode().startswith("# 雪原来客\n\n风雪压着山口。")
+    assert files["chapters/chapter-001.md"].decode().startswith("# 第 1 章 雪原来客\n\n风雪压着山口。")  # the tool's H1
     assert "- storyline_id: main-arc" in files["summaries/chapter-001-summary.md"].decode()
     changelog = [json.loads(line) for line in files["state/changelog.jsonl"].decode().splitlines()]
     assert [d["base_state_version"] for d in changelog] == [0, 1, 2, 3]
@@ -1281,7 +1281,7 @@ def test_an_in_flight_chapter_run_exports_its_staging_files(sample_project):
     PipelineRun.objects.create(project=sample_project, kind="chapter", chapter=1, status="running", stage="judge",
                                blackboard={"meta": {}, "content": content, "control": {}})
     files = dict(tree_files(sample_project))
-    assert files["staging/chapters/chapter-001.md"].decode().startswith("# 入林\n\n林枫走进森林。")
+    assert files["staging/chapters/chapter-001.md"].decode().startswith("# 第 1 章 入林\n\n林枫走进森林。")
     for path in ("staging/summaries/chapter-001-summary.md", "staging/state/chapter-001-delta.json",
                  "staging/state/chapter-001-crossref.json", "staging/storylines/main-arc/memory.md",
                  "staging/evaluations/chapter-001-eval.json"):

@@ -143,3 +143,31 @@ def test_a_tool_state_without_the_foreshadowing_mirror_imports_without_a_warning
     state["characters"]["shen-yan"]["location"] = "别处"  # a real difference still warns
     files["state/current-state.json"] = json.dumps(state, ensure_ascii=False, indent=2).encode()
     assert any("differs" in w for w in import_files(files, slug="differs").warnings)
+
+
+@pytest.mark.parametrize(("line", "title"), [
+    ("# 第 3 章 雾起", "雾起"), ("# 第3章 雾起", "雾起"), ("# 第3章：雾起", "雾起"), ("# 第十二章 雾起", "雾起"),
+    ("# 雾起", "雾起"), ("# 第三者", "第三者"), ("#   第 7 章   ", ""),
+])
+def test_a_heading_names_its_title_without_the_chapter_number(line, title):
+    from projects.filetree.chapter_heading import heading_title
+    assert heading_title(line) == title
+
+
+def test_chapters_get_the_tools_heading_and_an_imported_heading_comes_back_as_it_came():
+    files = original_files()
+    files["chapters/chapter-002.md"] = "# 第2章：半封信\n\n正文。\n".encode()
+    project = import_files(files, slug="headings").project
+    chapter = project.chapters.get(number=2)
+    assert chapter.title == "半封信"  # the title alone
+    exported = tree_of(project)
+    assert exported["chapters/chapter-002.md"] == "# 第2章：半封信\n\n正文。\n".encode()  # as it came
+    assert exported["chapters/chapter-001.md"].startswith("# 雾起\n".encode())
+    project.chapters.filter(number=2).update(title="整封信")  # a new title: the tool's form
+    assert tree_of(project)["chapters/chapter-002.md"].startswith("# 第 2 章 整封信\n".encode())
+
+
+def test_an_outside_writers_heading_keeps_its_number_out_of_the_title():
+    from pipeline.stages.draft import split_chapter
+    assert split_chapter("# 第 5 章 夜渡\n\n正文", "第5章") == ("夜渡", "正文")
+    assert split_chapter("正文没有标题", "第5章") == ("第5章", "正文没有标题")

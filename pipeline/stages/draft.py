@@ -1,18 +1,16 @@
 """ChapterWriter: drafts the chapter from the contract and the selected context (facts §12)."""
 from __future__ import annotations
 
-import re
-
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext
 from pipeline.llm.types import LLMBadOutput
 from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, cast_slice, data_block, json_text, llm_call, system_blocks
+from projects.filetree.chapter_heading import heading_title
 
 ROLE = ("你是一名中文网络小说作者，为连载长篇写下一章。严格遵守世界规则、人物契约和本章契约；"
         "只用自然语言给出状态提示，正式状态变更由摘要员负责。")
 MIN_CHARS = 300  # shorter than this is not a chapter; ask again
-TITLE_LINE = re.compile(r"^#\s*(?:第\s*\d+\s*章)?\s*(.*)$")
 
 
 def blocks(ctx: ChapterContext, required_fixes: list[str]) -> list[PromptBlock]:
@@ -42,11 +40,10 @@ def blocks(ctx: ChapterContext, required_fixes: list[str]) -> list[PromptBlock]:
 
 
 def split_chapter(text: str, fallback_title: str) -> tuple[str, str]:
-    """The H1 line is the title (facts §7.1); the rest is the chapter."""
+    """The H1 line is the title, without its ``第 N 章`` (facts §7.1); the rest is the chapter."""
     first, _, rest = text.strip().partition("\n")
-    match = TITLE_LINE.match(first)
-    if match:
-        return (match[1].strip() or fallback_title), rest.strip()
+    if first.startswith("#"):
+        return (heading_title(first) or fallback_title), rest.strip()
     return fallback_title, text.strip()
 
 

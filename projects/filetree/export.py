@@ -18,6 +18,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from projects.checkpoint import checkpoint_of
 from projects.filetree import paths
 from projects.filetree.canonical import dump_json, dump_json_line, dump_text
+from projects.filetree.chapter_heading import chapter_file_text
 from projects.filetree.changelogs import CHARACTER_MODELS, WORLD_MODELS, changelog_text
 from projects.filetree.fidelity import faithful_files
 from projects.filetree.hooks import extension_files, staging_files
@@ -25,11 +26,6 @@ from projects.models import Chapter, Project
 
 CHAPTER_BATCH = 200
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed, so two zips of unchanged data are identical
-
-
-def chapter_file_text(title: str, text: str) -> str:
-    """facts §7.1: a chapter file starts with its H1 title line."""
-    return f"# {title}\n\n{text}" if title else text
 
 
 def _project_files(project: Project, originals: dict[str, str]) -> Iterator[tuple[str, bytes]]:
@@ -189,7 +185,7 @@ def _volumes(project: Project, originals: dict[str, str]) -> Iterator[tuple[str,
             yield f"{base}/review.md", dump_text(volume.review)
 
 
-def _chapters(project: Project) -> Iterator[tuple[str, bytes]]:
+def _chapters(project: Project, originals: dict[str, str]) -> Iterator[tuple[str, bytes]]:
     queryset = (Chapter.objects.filter(project=project).order_by("number")
                 .select_related("summary", "evaluation", "log"))
     last = 0
@@ -198,7 +194,9 @@ def _chapters(project: Project) -> Iterator[tuple[str, bytes]]:
         if not batch:
             return
         for chapter in batch:
-            yield paths.chapter_path(chapter.number), dump_text(chapter_file_text(chapter.title, chapter.text))
+            path = paths.chapter_path(chapter.number)
+            yield path, dump_text(chapter_file_text(chapter.number, chapter.title, chapter.text,
+                                                    imported_heading=originals.get(path)))
             if summary := _related_or_none(chapter, "summary"):
                 yield paths.summary_path(chapter.number), dump_text(summary.text)
             if evaluation := _related_or_none(chapter, "evaluation"):
@@ -255,7 +253,7 @@ def tree_files(project: Project) -> Iterator[tuple[str, bytes]]:
     originals = dict(project.imported_files.values_list("path", "content"))
     sections: Iterable[Iterator[tuple[str, bytes]]] = (
         _project_files(project, originals), _research_and_world(project), _characters(project), _storylines(project),
-        _volumes(project, originals), _chapters(project), _state(project), _foreshadowing(project), _archives(project),
+        _volumes(project, originals), _chapters(project, originals), _state(project), _foreshadowing(project), _archives(project),
         extension_files(project), staging_files(project),
     )
     for section in sections:

@@ -104,7 +104,7 @@ def faithful_json_lines(data: bytes, original: str) -> bytes:
 def faithful_files(files: Iterator[tuple[str, bytes]], originals: dict[str, str]) -> Iterator[tuple[str, bytes]]:
     """The export's files, each JSON file written as its imported original where one exists."""
     for path, data in files:
-        original = originals.get(path)
+        original = originals.get(path) if is_kept_as_imported(path) else None
         if original is None:
             yield path, data
         elif path.endswith(JSON_LINES):

@@ -17,6 +17,7 @@ from simple_history.utils import bulk_create_with_history
 
 from projects.checkpoint import checkpoint_moment, legacy_state
 from projects.evaluations import chapter_log_columns, evaluation_columns
+from projects.filetree import paths
 from projects.filetree.changelogs import IMPORT_REASON
 from projects.filetree.errors import TreeError
 from projects.filetree.fidelity import is_kept_as_imported
@@ -139,8 +140,8 @@ def _write(tree: ParsedTree, slug: str, owner: AbstractBaseUser | None) -> Proje
 
 
 def _keep_originals(project: Project, source: TreeSource, tree: ParsedTree) -> None:
-    """The JSON files as the tree wrote them, for a faithful export (filetree/fidelity.py); the
-    files Novelsite does not model are kept whole already (ExtraFile)."""
+    """The JSON files as the tree wrote them, for a faithful export (filetree/fidelity.py), and the
+    chapters' heading lines; the files Novelsite does not model are kept whole already (ExtraFile)."""
     originals = []
     for path, data in sorted(source.files.items()):
         if not is_kept_as_imported(path) or path in tree.extra_files:
@@ -149,6 +150,9 @@ def _keep_originals(project: Project, source: TreeSource, tree: ParsedTree) -> N
             originals.append(ImportedFile(project=project, path=path, content=data.decode("utf-8")))
         except UnicodeDecodeError:
             continue
+    # chapter files: only their H1 line, written back while the title is the same (chapter_heading.py)
+    originals += [ImportedFile(project=project, path=paths.chapter_path(number), content=line)
+                  for number, line in sorted(tree.chapter_headings.items())]
     ImportedFile.objects.bulk_create(originals, batch_size=BATCH)
 
 

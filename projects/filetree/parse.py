@@ -17,6 +17,7 @@ from django.utils.dateparse import parse_datetime
 from projects.checkpoint import legacy_state
 from projects.evaluations import chapter_log_columns, evaluation_columns
 from projects.filetree import paths
+from projects.filetree.chapter_heading import heading_title
 from projects.filetree.canonical import decode_exact, load_json, load_json_lines, load_text
 from projects.filetree.errors import TreeError
 from projects.filetree.source import TreeSource
@@ -70,6 +71,7 @@ class ParsedTree:
     warnings: list[str] = field(default_factory=list)
     volume_spellings: dict[int, str] = field(default_factory=dict)  # vol-01 vs vol-001
     replayed_state: dict | None = None  # the changelog applied from the empty state
+    chapter_headings: dict[int, str] = field(default_factory=dict)  # the H1 lines as they came
 
 
 def _valid(schema_name: str, value: Any, path: str) -> Any:
@@ -243,7 +245,8 @@ def _chapter_file(tree, match, path, data):
     title = ""
     if text.startswith("# "):
         first, _, rest = text.partition("\n")
-        title, text = first[2:].strip(), rest.removeprefix("\n")
+        title, text = heading_title(first), rest.removeprefix("\n")
+        tree.chapter_headings[number] = first
     if not text.strip():
         raise TreeError(path, "the chapter has no text")
     tree.chapters[number] = ParsedChapter(number=number, title=title[:200], text=text)
