@@ -302,7 +302,9 @@ def _review(view: ExportView, step: StepId, step_id: str):
     start, end = _review_range(view)
     number = p.current_volume
     inline: dict[str, Any] = {"volume": number, "chapter_range": [start, end]}
-    paths = view.pick("project_brief", "style_profile", "platform_profile", "global_foreshadowing", "storylines")
+    paths = view.pick("project_brief", "style_profile", "platform_profile", "storylines")
+    if "global_foreshadowing" in view.root_paths:  # the review's name for the ledger (the planner's differs)
+        paths["foreshadowing_global"] = view.root_paths["global_foreshadowing"]
     if view.volume(number) is not None:
         paths["volume_outline"] = f"{tree.volume_dir(number)}/outline.md"
     tool = {"collect": "collect", "report": "report", "cleanup": "cleanup"}.get(phase)

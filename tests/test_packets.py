@@ -285,6 +285,16 @@ def test_review_packets(sample_project):
 
 
 @pytest.mark.django_db
+def test_review_packets_name_the_ledger_as_the_tool_does(sample_project):
+    from projects.models import Foreshadowing
+    Foreshadowing.objects.get_or_create(project=sample_project, fid="jade_pendant", defaults={"description": "玉佩"})
+    set_checkpoint(sample_project, orchestrator_state="VOL_REVIEW", last_completed_chapter=3)
+    paths = instruction_packet(sample_project, "review:audit")["manifest"]["paths"]
+    assert paths["foreshadowing_global"] == "foreshadowing/global.json"
+    assert "global_foreshadowing" not in paths
+
+
+@pytest.mark.django_db
 def test_review_range_falls_back_to_the_last_ten_chapters(sample_project):
     set_checkpoint(sample_project, current_volume=2, last_completed_chapter=42)
     assert instruction_packet(sample_project, "review:collect")["manifest"]["inline"]["chapter_range"] == [33, 42]
