@@ -298,6 +298,11 @@ ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="")
 # surfaces as an LLM error the stage can retry, not as a killed task.
 ANTHROPIC_TIMEOUT_SECONDS = env.float("ANTHROPIC_TIMEOUT_SECONDS", default=300.0)
 ANTHROPIC_MAX_RETRIES = env.int("ANTHROPIC_MAX_RETRIES", default=2)
+# The openai backend (any OpenAI-compatible Chat Completions server); the SDK's own variable names.
+OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
+OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
+OPENAI_TIMEOUT_SECONDS = env.float("OPENAI_TIMEOUT_SECONDS", default=300.0)
+OPENAI_MAX_RETRIES = env.int("OPENAI_MAX_RETRIES", default=2)
 NOVELSITE_DEFAULT_MODEL = env.str("NOVELSITE_DEFAULT_MODEL", default="claude-sonnet-5-5")
 NOVELSITE_LLM_PRICES: dict = {}  # per-model overrides of pipeline/llm/pricing.py
 # The offline backend's misbehaviour on demand (pipeline/llm/offline): latency, faults, low scores.
