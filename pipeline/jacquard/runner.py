@@ -78,8 +78,13 @@ class CallContext:
         if self.api_input_tokens is not None:
             receipt["api_input_tokens"] = self.api_input_tokens
         usage = self.result.usage.as_dict() if self.result else {}
+        known = self.result.cost_known if self.result else True
         receipt.update({"stage": self.spec.stage, "backend": self.backend, "model": self.model,
                         "usage": usage, "cost_usd": str(self.result.cost_usd) if self.result else "0",
+                        # the amount is in ``currency``; "unknown" when the model has no price
+                        "cost": (str(self.result.cost_usd) if self.result else "0") if known else "unknown",
+                        "currency": self.result.currency if self.result else "USD",
+                        "usage_counted_by": self.result.usage_source if self.result else "",
                         "duration_ms": self.result.duration_ms if self.result else 0,
                         "request_id": self.result.request_id if self.result else "",
                         "reused_stored_output": self.reused, "plugin_ms": self.timings_ms, "notes": self.notes})
