@@ -323,3 +323,15 @@ def stage_model_problems(stage_models: Mapping[str, Any] | None) -> list[str]:
 def project_problems(stage_models: Mapping[str, Any] | None) -> list[str]:
     """The site's problems and the project's, for the settings and dashboard pages."""
     return site_problems() + stage_model_problems(stage_models)
+
+
+def projects_problems() -> list[str]:
+    """The stage model problems of every project, each naming its project (for checks and the
+    worker; needs the database)."""
+    from projects.models import Project  # lazily: this module is imported by settings-time code
+
+    problems = []
+    for slug, stage_models in Project.objects.exclude(stage_models={}).values_list("slug", "stage_models"):
+        problems += [_("Project %(slug)s: %(problem)s") % {"slug": slug, "problem": problem}
+                     for problem in stage_model_problems(stage_models)]
+    return problems

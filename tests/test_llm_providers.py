@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.utils import translation
 
 from novelsite import llm_providers as lp
 from pipeline.llm import pricing
@@ -17,6 +18,12 @@ DEEPSEEK = {"name": "deepseek", "kind": "openai", "base_url": "https://api.deeps
                        "deepseek-reasoner": {"input": 4, "output": 16}}}
 OLLAMA = {"name": "ollama", "kind": "openai", "base_url": "http://127.0.0.1:11434/v1",
           "default_model": "qwen2.5:7b", "models": ["qwen2.5:7b", "qwen3:14b"]}
+
+
+@pytest.fixture(autouse=True)
+def _language():
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture
@@ -42,7 +49,9 @@ def test_stage_models_pick_provider_and_model(table):
 
 
 def test_an_unknown_provider_is_a_clear_error(table):
-    with pytest.raises(ValueError, match="no LLM provider named kimi"):
+    with translation.override("en"), pytest.raises(ValueError, match="no LLM provider named kimi"):
+        resolve("draft", {"draft": "kimi:moonshot-v1"})
+    with translation.override("zh-hans"), pytest.raises(ValueError, match="没有名为 kimi 的模型提供方"):
         resolve("draft", {"draft": "kimi:moonshot-v1"})
 
 
@@ -80,6 +89,7 @@ def test_price_overrides_setting_still_works(settings):
 
 
 def test_choices_offer_every_configured_model_with_its_price(table):
+    translation.activate("en")
     choices = {choice.value: choice for choice in lp.model_choices()}
     assert "deepseek:deepseek-chat" in choices and "ollama:qwen3:14b" in choices
     assert "anthropic:claude-sonnet-5-5" in choices and "offline:offline" in choices
@@ -111,6 +121,7 @@ def test_backends_are_built_per_provider_with_the_key_from_its_variable(table):
     ("deepseek", "must be an object"),
 ])
 def test_malformed_table_rows_are_refused_with_a_clear_message(settings, row, message):
+    translation.activate("en")
     settings.NOVELSITE_LLM_PROVIDERS = [row]
     with pytest.raises(lp.ProviderConfigError, match=message):
         lp.providers()
@@ -119,10 +130,12 @@ def test_malformed_table_rows_are_refused_with_a_clear_message(settings, row, me
 
 
 def test_a_provider_listed_twice_is_refused(settings):
+    translation.activate("en")
     settings.NOVELSITE_LLM_PROVIDERS = [OLLAMA, OLLAMA]
     assert lp.site_problems() == ["Provider ollama is listed twice."]
 
 
 def test_malformed_json_in_the_environment_is_reported_not_raised(settings):
+    translation.activate("en")
     settings.NOVELSITE_LLM_PROVIDERS = "[{oops"
     assert lp.site_problems() == ["NOVELSITE_LLM_PROVIDERS_JSON must be a JSON list of providers."]
