@@ -58,14 +58,16 @@ ANTHROPIC: dict[str, ModelPrice] = {
     "claude-3-5-haiku": _claude("0.80", "4", "2024-10-22"),
 }
 
-# DeepSeek, USD: api-docs.deepseek.com/quick_start/pricing-details-usd as stored (read 2026-11-24;
-# the page carries no date, and these are the deepseek-chat / deepseek-reasoner rates first
-# published in 2025). Third-party write-ups describe a 2026 peak/off-peak tariff for newer model
-# ids; that could NOT be confirmed against DeepSeek's own page, so no rows are given for those
-# ids: they cost "unknown" until a provider table row prices them.
+# DeepSeek, CNY: api-docs.deepseek.com/zh-cn/quick_start/pricing (read 2026-11-24; the page also
+# lists USD). Since 2026-08-17 DeepSeek bills by time of day, off-peak at half the peak rate; a cost
+# here cannot know which applied, so these are the PEAK rates: an upper bound, about twice the bill
+# for work done at night. The retired id deepseek-v4-flash is billed at the Flash price. The
+# deprecated aliases deepseek-chat / deepseek-reasoner are not listed: their current price could not
+# be confirmed on DeepSeek's page, so they cost "unknown" unless a provider table row prices them.
 DEEPSEEK: dict[str, ModelPrice] = {
-    "deepseek-chat": _listed("USD", "0.27", "0.07", "1.10", "2026-11-24"),
-    "deepseek-reasoner": _listed("USD", "0.55", "0.14", "2.19", "2026-11-24"),
+    "deepseek-flash": _listed("CNY", "2", "0.04", "8", "2026-11-24"),
+    "deepseek-v4-flash": _listed("CNY", "2", "0.04", "8", "2026-11-24"),
+    "deepseek-v4-pro": _listed("CNY", "9", "0.30", "27", "2026-11-24"),
 }
 
 # Qwen on Alibaba Cloud Model Studio (Beijing), CNY: help.aliyun.com "AI PaaS billing rules"

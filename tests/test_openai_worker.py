@@ -3,7 +3,7 @@ Redis, against the fake Chat Completions server (tests/fake_openai.py), with rec
 
 The worker runs the issue's simplest setup: ``NOVELSITE_LLM_BACKEND=openai`` with ``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY`` and ``NOVELSITE_DEFAULT_MODEL`` in its environment, plus one named provider from
-``NOVELSITE_LLM_PROVIDERS_JSON`` (prices in CNY) for the judge and an unpriced model for the polish.
+``NOVELSITE_LLM_PROVIDERS_JSON`` (prices in USD) for the judge and an unpriced model for the polish.
 
 The fake only sees prompt text, so what it answers comes from a first pass: the same sample novel
 written by a worker on the offline backend, whose stored outputs (LLMCall) the fake replays stage by
@@ -65,17 +65,17 @@ def test_a_chapter_through_the_openai_backend_on_a_real_worker(workers, monkeypa
     assert set(replay.outputs) == set(ROLES)
 
     with FakeOpenAI(reply=replay, chunk_chars=40) as fake:
-        qwen = {"name": "localqwen", "kind": "openai", "base_url": fake.base_url, "key_env": "LOCALQWEN_KEY",
-                "default_model": "qwen-plus", "currency": "CNY",
-                "models": {"qwen-plus": {"input": 0.8, "cached_input": 0.2, "output": 2}, "qwen-free": None}}
+        qwen = {"name": "qwenintl", "kind": "openai", "base_url": fake.base_url, "key_env": "QWENINTL_KEY",
+                "default_model": "qwen-plus", "currency": "USD",
+                "models": {"qwen-plus": {"input": 0.4, "cached_input": 0.16, "output": 1.2}, "qwen-free": None}}
         for name, value in {"NOVELSITE_LLM_BACKEND": "openai", "OPENAI_BASE_URL": fake.base_url,
-                            "OPENAI_API_KEY": OPENAI_KEY, "NOVELSITE_DEFAULT_MODEL": "deepseek-chat",
-                            "OPENAI_MAX_RETRIES": "0", "LOCALQWEN_KEY": QWEN_KEY,
+                            "OPENAI_API_KEY": OPENAI_KEY, "NOVELSITE_DEFAULT_MODEL": "deepseek-flash",
+                            "OPENAI_MAX_RETRIES": "0", "QWENINTL_KEY": QWEN_KEY,
                             "NOVELSITE_LLM_PROVIDERS_JSON": json.dumps([qwen])}.items():
             monkeypatch.setenv(name, value)
         project = writable_project(1, slug="demo")
         Project.objects.filter(pk=project.pk).update(
-            stage_models={"judge": "localqwen:qwen-plus", "refine": "localqwen:qwen-free"})
+            stage_models={"judge": "qwenintl:qwen-plus", "refine": "qwenintl:qwen-free"})
         worker = workers.start()
         chapter_run_start(project_id=project.pk)
         wait_for(batch_done(project, 1), timeout=90, what="the chapter through the openai backend",
@@ -90,7 +90,7 @@ def test_a_chapter_through_the_openai_backend_on_a_real_worker(workers, monkeypa
     # every LLM stage went to the server, streamed, with the key of its provider
     assert sorted(replay.stages) == sorted(ROLES)
     keys = {request.body["model"]: request.headers["authorization"] for request in sent}
-    assert keys == {"deepseek-chat": f"Bearer {OPENAI_KEY}", "qwen-plus": f"Bearer {QWEN_KEY}",
+    assert keys == {"deepseek-flash": f"Bearer {OPENAI_KEY}", "qwen-plus": f"Bearer {QWEN_KEY}",
                     "qwen-free": f"Bearer {QWEN_KEY}"}
     assert all(request.body.get("stream") is True for request in sent)
 
@@ -100,20 +100,21 @@ def test_a_chapter_through_the_openai_backend_on_a_real_worker(workers, monkeypa
              ((c.call_key, c) for c in LLMCall.objects.filter(run=run))}
     assert set(calls) == set(ROLES)
     for stage in ("draft", "summarize"):
-        assert (calls[stage].backend, calls[stage].model, calls[stage].currency) == ("openai", "deepseek-chat", "USD")
+        # the published DeepSeek price applies, in its currency
+        assert (calls[stage].backend, calls[stage].model, calls[stage].currency) == ("openai", "deepseek-flash", "CNY")
         assert calls[stage].cost_known and calls[stage].cost_usd > 0
         assert calls[stage].usage["counted_by"] == "api" and calls[stage].usage["output_tokens"] > 0
-    assert (calls["judge"].backend, calls["judge"].model, calls["judge"].currency) == ("localqwen", "qwen-plus", "CNY")
+    assert (calls["judge"].backend, calls["judge"].model, calls["judge"].currency) == ("qwenintl", "qwen-plus", "USD")
     assert calls["judge"].cost_known and calls["judge"].cost_usd > 0
     assert (calls["refine"].backend, calls["refine"].cost_known, calls["refine"].cost_usd) == \
-        ("localqwen", False, Decimal(0))
+        ("qwenintl", False, Decimal(0))
 
     stage_runs = {s.stage: s for s in StageRun.objects.filter(run=run, status="succeeded")}
-    assert stage_runs["draft"].currency == "USD" and stage_runs["draft"].cost_usd == calls["draft"].cost_usd
-    assert stage_runs["judge"].currency == "CNY" and stage_runs["judge"].cost_known
+    assert stage_runs["draft"].currency == "CNY" and stage_runs["draft"].cost_usd == calls["draft"].cost_usd
+    assert stage_runs["judge"].currency == "USD" and stage_runs["judge"].cost_known
     assert stage_runs["refine"].cost_known is False
     receipt = stage_runs["judge"].receipt
-    assert (receipt["backend"], receipt["model"], receipt["currency"]) == ("localqwen", "qwen-plus", "CNY")
+    assert (receipt["backend"], receipt["model"], receipt["currency"]) == ("qwenintl", "qwen-plus", "USD")
     assert receipt["usage_counted_by"] == "api" and Decimal(receipt["cost"]) > 0
     assert stage_runs["refine"].receipt["cost"] == "unknown"
 
