@@ -139,3 +139,19 @@ def test_malformed_json_in_the_environment_is_reported_not_raised(settings):
     translation.activate("en")
     settings.NOVELSITE_LLM_PROVIDERS = "[{oops"
     assert lp.site_problems() == ["NOVELSITE_LLM_PROVIDERS_JSON must be a JSON list of providers."]
+
+
+def test_a_stage_on_a_provider_that_does_not_exist_fails_permanently_with_the_reason(table):
+    """Past the up-front checks (say, the table changed under a running site), the call is refused as
+    a permanent LLM error naming the problem, never a traceback and never retried."""
+    from pipeline.jacquard.runner import CallSpec, run_call
+    from pipeline.jacquard.skein import PromptBlock, Skein
+    from pipeline.llm.types import LLMPermanentError
+
+    def build(_slice):
+        return Skein().add(PromptBlock("ask", "user", "写。", required=True))
+
+    spec = CallSpec(stage="draft", slice={}, build_skein=build, call_key="k", tags=["chapter"],
+                    stage_models={"draft": "kimi:moonshot-v1"})
+    with translation.override("en"), pytest.raises(LLMPermanentError, match="draft: There is no LLM provider named kimi"):
+        run_call(spec)

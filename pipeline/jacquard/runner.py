@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from novelsite.llm_providers import ProviderConfigError
 from pipeline.jacquard.filament import parse as parse_filament
 from pipeline.jacquard.skein import Assembled, PromptBlock, Skein, assemble
 from pipeline.jacquard.templates import render_string
 from pipeline.llm.backends import get_backend, resolve
-from pipeline.llm.types import LLMBadOutput, LLMRequest, LLMResult, TextCallback
+from pipeline.llm.types import LLMBadOutput, LLMPermanentError, LLMRequest, LLMResult, TextCallback
 from projects.state_ops import PatchError, apply_delta
 
 # Prompt budgets in estimator tokens (DESIGN §6), and output caps, per stage family.
@@ -102,7 +103,10 @@ class Planner:
 
     def run(self, ctx: CallContext) -> None:
         family = ctx.spec.stage.split(":", 1)[0]
-        ctx.backend, ctx.model = resolve(ctx.spec.stage, ctx.spec.stage_models)
+        try:
+            ctx.backend, ctx.model = resolve(ctx.spec.stage, ctx.spec.stage_models)
+        except ProviderConfigError as exc:  # a model the site does not offer: no retry can help
+            raise LLMPermanentError(f"{ctx.spec.stage}: {exc}") from exc
         ctx.budget = ctx.spec.budget or DEFAULT_BUDGETS.get(family, 12_000)
         ctx.max_output_tokens = MAX_OUTPUT_TOKENS.get(family, 4_000)
 
