@@ -36,6 +36,9 @@ BUILTIN = ("offline", "anthropic", "openai")
 NAME = re.compile(r"^[a-z][a-z0-9_-]{0,19}$")  # fits LLMCall.backend (20 characters)
 CURRENCY = re.compile(r"^[A-Z]{3}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SETTINGS_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+# Variables that hold the site's own secrets: a table row naming one would send it to a model server.
+NOT_KEYS = ("SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CACHE_URL", "EMAIL_HOST_PASSWORD")
 FALLBACK_MODEL = "claude-sonnet-5-5"  # the anthropic provider's model when NOVELSITE_DEFAULT_MODEL is unset
 
 
@@ -56,10 +59,13 @@ class Provider:
     max_retries: int | None = None
 
     def api_key(self) -> str:
-        """The key, from the environment (a settings attribute of that name wins, for tests)."""
+        """The key, from the environment variable ``key_env`` (the built-in providers' two through
+        their settings, which read the same variables)."""
         if not self.key_env:
             return ""
-        return str(getattr(settings, self.key_env, "") or os.environ.get(self.key_env, ""))
+        if self.key_env in SETTINGS_KEYS:
+            return str(getattr(settings, self.key_env, "") or "")
+        return os.environ.get(self.key_env, "")
 
     def price(self, model: str) -> ModelPrice | None:
         """The provider's own price for ``model``, else the published one, else None (unknown)."""
@@ -74,12 +80,14 @@ class Provider:
 
 
 def _decimal(value: Any, where: str) -> Decimal:
+    not_a_number = ProviderConfigError(_("%(where)s must be a number, not %(value)r.")
+                                       % {"where": where, "value": value})
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ProviderConfigError(_("%(where)s must be a number, not %(value)r.") % {"where": where, "value": value})
+        raise not_a_number
     try:
         number = Decimal(str(value))
     except InvalidOperation:
-        raise ProviderConfigError(_("%(where)s must be a number, not %(value)r.") % {"where": where, "value": value}) from None
+        raise not_a_number from None
     if not number.is_finite() or number < 0:
         raise ProviderConfigError(_("%(where)s must be a number of at least 0.") % {"where": where})
     return number
@@ -121,7 +129,7 @@ def _row(raw: Any, index: int) -> Provider:
         raise ProviderConfigError(_("%(where)s: \"kind\" must be one of %(kinds)s, not %(kind)r.")
                                   % {"where": where, "kinds": ", ".join(KINDS), "kind": kind})
     key_env = raw.get("key_env", "")
-    if not isinstance(key_env, str) or (key_env and not ENV_NAME.match(key_env)):
+    if not isinstance(key_env, str) or (key_env and not ENV_NAME.match(key_env)) or key_env in NOT_KEYS:
         raise ProviderConfigError(_("%(where)s: \"key_env\" must name an environment variable (the key itself "
                                     "never goes in the table).") % {"where": where})
     currency = raw.get("currency", "USD")

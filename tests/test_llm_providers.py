@@ -27,9 +27,9 @@ def _language():
 
 
 @pytest.fixture
-def table(settings):
+def table(settings, monkeypatch):
     settings.NOVELSITE_LLM_PROVIDERS = [DEEPSEEK, OLLAMA]
-    settings.DEEPSEEK_API_KEY = "sk-deepseek-secret"
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-deepseek-secret")
     settings.NOVELSITE_LLM_BACKEND = "anthropic"
     settings.NOVELSITE_DEFAULT_MODEL = "claude-sonnet-5-5"
     reset_backends()
@@ -113,6 +113,7 @@ def test_backends_are_built_per_provider_with_the_key_from_its_variable(table):
     ({"name": "x", "kind": "openai"}, "needs a \"default_model\""),
     ({"name": "x", "kind": "openai", "default_model": "m", "currency": "yuan"}, "three-letter code"),
     ({"name": "x", "kind": "openai", "default_model": "m", "key_env": "sk-abc def"}, "name an environment variable"),
+    ({"name": "x", "kind": "openai", "default_model": "m", "key_env": "SECRET_KEY"}, "name an environment variable"),
     ({"name": "x", "kind": "openai", "models": {"m": {"input": -1, "output": 1}}}, "at least 0"),
     ({"name": "x", "kind": "openai", "models": {"m": {"input": "cheap", "output": 1}}}, "must be a number"),
     ({"name": "x", "kind": "openai", "models": {"m": {"input": 1}}}, "\"input\" and \"output\""),
@@ -153,5 +154,6 @@ def test_a_stage_on_a_provider_that_does_not_exist_fails_permanently_with_the_re
 
     spec = CallSpec(stage="draft", slice={}, build_skein=build, call_key="k", tags=["chapter"],
                     stage_models={"draft": "kimi:moonshot-v1"})
-    with translation.override("en"), pytest.raises(LLMPermanentError, match="draft: There is no LLM provider named kimi"):
+    with translation.override("en"), \
+            pytest.raises(LLMPermanentError, match="draft: There is no LLM provider named kimi"):
         run_call(spec)
