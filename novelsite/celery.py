@@ -52,6 +52,29 @@ def _refuse_unknown_settings() -> None:
         )
 
 
+@signals.worker_init.connect
+def _refuse_bad_llm_configuration(sender=None, **kwargs) -> None:
+    """A worker with a wrong LLM configuration would take tasks and fail each one later with a
+    traceback (leaving projects in ERROR_RETRY): it refuses to start instead, saying what to fix.
+    SystemExit, not an exception: Celery's ``Signal.send`` catches and only logs those."""
+    import sys
+
+    import django
+    from django.apps import apps
+
+    if not apps.ready:
+        django.setup()
+    from novelsite.checks import llm_configuration_problems
+
+    site, projects = llm_configuration_problems()
+    if site or projects:
+        lines = "\n".join(f"  - {problem}" for problem in site + projects)
+        sys.stderr.write(f"The worker will not start: the LLM configuration is wrong.\n{lines}\n"
+                         "Fix it and run `python manage.py check`.\n")
+        sys.stderr.flush()
+        raise SystemExit(1)
+
+
 @signals.task_prerun.connect
 def _drop_unusable_db_connections(sender=None, **kwargs) -> None:
     """With CELERY_DB_REUSE_MAX a worker keeps its connection across tasks; like a web request,

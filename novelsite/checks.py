@@ -28,3 +28,30 @@ def celery_settings_check(app_configs=None, **kwargs) -> list[Error]:
     if settings.CELERY_TASK_SOFT_TIME_LIMIT >= settings.CELERY_TASK_TIME_LIMIT:
         errors.append(Error("CELERY_TASK_SOFT_TIME_LIMIT must be below CELERY_TASK_TIME_LIMIT.", id="novelsite.E003"))
     return errors
+
+
+@register(Tags.compatibility)
+def llm_configuration_check(app_configs=None, **kwargs) -> list[Error]:
+    """The LLM providers (novelsite/llm_providers.py): an unknown backend or provider, a malformed
+    table, a provider whose key variable is unset, a project whose stage model names a provider
+    that does not exist. The worker runs the same check before it starts (novelsite/celery.py)."""
+    site, projects = llm_configuration_problems()
+    return ([Error(problem, id="novelsite.E010") for problem in site]
+            + [Error(problem, id="novelsite.E011") for problem in projects])
+
+
+def llm_configuration_problems() -> tuple[list[str], list[str]]:
+    """(site problems, project problems) in English; the projects are skipped while the database
+    cannot be read (not migrated yet, or no database in this process)."""
+    from django.db import DatabaseError
+    from django.utils import translation
+
+    from novelsite.llm_providers import projects_problems, site_problems
+
+    with translation.override("en"):
+        site = site_problems()
+        try:
+            projects = projects_problems()
+        except (DatabaseError, RuntimeError):  # RuntimeError: a test that forbids the database
+            projects = []
+    return site, projects

@@ -298,8 +298,22 @@ ANTHROPIC_BASE_URL = env.str("ANTHROPIC_BASE_URL", default="")
 # surfaces as an LLM error the stage can retry, not as a killed task.
 ANTHROPIC_TIMEOUT_SECONDS = env.float("ANTHROPIC_TIMEOUT_SECONDS", default=300.0)
 ANTHROPIC_MAX_RETRIES = env.int("ANTHROPIC_MAX_RETRIES", default=2)
-NOVELSITE_DEFAULT_MODEL = env.str("NOVELSITE_DEFAULT_MODEL", default="claude-sonnet-5-5")
-NOVELSITE_LLM_PRICES: dict = {}  # per-model overrides of pipeline/llm/pricing.py
+# The openai backend (any OpenAI-compatible Chat Completions server); the SDK's own variable names.
+OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
+OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
+OPENAI_TIMEOUT_SECONDS = env.float("OPENAI_TIMEOUT_SECONDS", default=300.0)
+OPENAI_MAX_RETRIES = env.int("OPENAI_MAX_RETRIES", default=2)
+# The model of the anthropic and openai providers; unset, anthropic writes with claude-sonnet-5-5 and
+# openai refuses to start (novelsite/llm_providers.py).
+NOVELSITE_DEFAULT_MODEL = env.str("NOVELSITE_DEFAULT_MODEL", default="")
+# Named providers beside the built-in offline, anthropic and openai ones (novelsite/llm_providers.py;
+# README "Model providers"). Keys stay in the environment variables the rows name.
+# Malformed JSON is kept as text, so `manage.py check` can say so instead of a traceback at import.
+try:
+    NOVELSITE_LLM_PROVIDERS: list | str = env.json("NOVELSITE_LLM_PROVIDERS_JSON", default=[])
+except ValueError:
+    NOVELSITE_LLM_PROVIDERS = env.str("NOVELSITE_LLM_PROVIDERS_JSON")
+NOVELSITE_LLM_PRICES: dict = {}  # per-model price overrides of novelsite/llm_prices.py
 # The offline backend's misbehaviour on demand (pipeline/llm/offline): latency, faults, low scores.
 # JSON in the environment so a worker process can be told too, e.g.
 # NOVELSITE_OFFLINE_JSON='{"latency_ms": 200, "faults": {"draft": {"kind": "rate_limit", "rate": 0.2}}}'

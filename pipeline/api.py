@@ -285,7 +285,7 @@ class ChapterReceiptListApi(APIView):
         class Meta:
             model = LLMCall
             fields = ["call_key", "backend", "model", "request_sha256", "stop_reason", "usage", "cost_usd",
-                      "duration_ms", "created_at"]
+                      "currency", "cost_known", "duration_ms", "created_at"]
 
     class ReceiptOutput(serializers.ModelSerializer):
         run = serializers.IntegerField(source="run_id")
@@ -295,7 +295,7 @@ class ChapterReceiptListApi(APIView):
             model = StageRun
             fields = ["id", "run", "stage", "attempt", "status", "backend", "model", "started_at", "duration_ms",
                       "input_tokens", "output_tokens", "cache_creation_tokens", "cache_read_tokens", "cost_usd",
-                      "receipt", "calls"]
+                      "currency", "cost_known", "receipt", "calls"]
 
         @extend_schema_field(serializers.ListField(child=serializers.DictField()))
         def get_calls(self, stage_run) -> list:

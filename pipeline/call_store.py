@@ -34,7 +34,8 @@ class DbCallStore:
                                                                "cache_read_input_tokens")})
         return LLMResult(text=row.output_text, stop_reason=row.stop_reason, usage=usage, cost_usd=row.cost_usd,
                          duration_ms=row.duration_ms, request_id=row.request_id, model=row.model,
-                         backend=row.backend)
+                         backend=row.backend, currency=row.currency, cost_known=row.cost_known,
+                         usage_source=str(row.usage.get("counted_by", "api")))
 
     def put(self, key: str, result: LLMResult, receipt: dict[str, Any]) -> None:
         # autocommit: stored before the stage advances, so it survives a crash of this worker. A
@@ -42,7 +43,8 @@ class DbCallStore:
         row = LLMCall(
             call_key=key, run_id=self.run_id, stage_run_id=self.stage_run_id, backend=result.backend,
             model=result.model, request_sha256=receipt.get("prompt_sha256", ""), output_text=result.text,
-            stop_reason=result.stop_reason, usage=result.usage.as_dict(), cost_usd=Decimal(result.cost_usd),
+            stop_reason=result.stop_reason, usage={**result.usage.as_dict(), "counted_by": result.usage_source},
+            cost_usd=Decimal(result.cost_usd), currency=result.currency, cost_known=result.cost_known,
             duration_ms=result.duration_ms, request_id=result.request_id,
         )
         try:

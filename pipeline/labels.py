@@ -51,6 +51,7 @@ BOOK_STEPS = {
 OTHER_STAGES = {  # LLM stages of book runs (StageRun.stage) that are not step ids
     "outline": _("outline"), "plan": _("plan"), "consolidate": _("memory consolidation"),
     "weave": _("weaving in new characters"), "quickstart": _("quick start"), "default": _("default"),
+    "promote": _("promotion"),
 }
 
 

@@ -102,7 +102,10 @@ class StageRun(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     cache_creation_tokens = models.PositiveIntegerField(default=0)
     cache_read_tokens = models.PositiveIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0,
+                                   help_text="The amount in ``currency`` (USD unless the provider prices otherwise).")
+    currency = models.CharField(max_length=3, default="USD")
+    cost_known = models.BooleanField(default=True, help_text="False: a model without a price; the cost is unknown.")
     receipt = SchemaJSONField(schema_name="PROMPT_RECEIPT", default=dict, blank=True, editor="raw")
     error = models.TextField(blank=True)
 
@@ -127,7 +130,10 @@ class LLMCall(models.Model):
     output_text = models.TextField()
     stop_reason = models.CharField(max_length=40, blank=True)
     usage = SchemaJSONField(schema_name="LLM_USAGE", default=dict, blank=True, editor="raw")
-    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0,
+                                   help_text="The amount in ``currency`` (USD unless the provider prices otherwise).")
+    currency = models.CharField(max_length=3, default="USD")
+    cost_known = models.BooleanField(default=True, help_text="False: a model without a price; the cost is unknown.")
     duration_ms = models.PositiveBigIntegerField(default=0)
     request_id = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

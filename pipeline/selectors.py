@@ -31,13 +31,39 @@ ZERO = Value(Decimal("0"), output_field=DecimalField(max_digits=12, decimal_plac
 
 
 @dataclass(frozen=True)
-class Costs:
+class CurrencyCost:
+    """What the priced steps cost in one currency (providers price in their own)."""
+
+    currency: str
     today: Decimal
     month: Decimal
     total: Decimal
+
+
+@dataclass(frozen=True)
+class Costs:
+    amounts: tuple[CurrencyCost, ...]  # one per currency, USD first
+    unknown_today: int  # steps run on a model without a price: their cost is unknown, not 0
+    unknown_month: int
+    unknown_total: int
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
+
+    def _sum(self, period: str) -> Decimal:
+        return sum((getattr(a, period) for a in self.amounts), Decimal(0))
+
+    @property
+    def today(self) -> Decimal:  # the sums across currencies, for callers that only know USD
+        return self._sum("today")
+
+    @property
+    def month(self) -> Decimal:
+        return self._sum("month")
+
+    @property
+    def total(self) -> Decimal:
+        return self._sum("total")
 
     @property
     def cache_share(self) -> float:
@@ -47,17 +73,29 @@ class Costs:
 
 
 def project_costs(*, project: Project) -> Costs:
-    """Cost of all stage runs today, this month and in total (local time): one query."""
+    """Cost of all stage runs today, this month and in total (local time), per currency, and how
+    many steps have an unknown cost: one query."""
     now = timezone.localtime()
     day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     month = day.replace(day=1)
-    totals = StageRun.objects.filter(run__project=project).aggregate(
-        today=Coalesce(Sum("cost_usd", filter=Q(started_at__gte=day)), ZERO),
-        month=Coalesce(Sum("cost_usd", filter=Q(started_at__gte=month)), ZERO),
-        total=Coalesce(Sum("cost_usd"), ZERO),
+    priced = Q(cost_known=True)
+    unpriced = Q(cost_known=False)
+    rows = list(StageRun.objects.filter(run__project=project).order_by("currency").values("currency").annotate(
+        today=Coalesce(Sum("cost_usd", filter=priced & Q(started_at__gte=day)), ZERO),
+        month=Coalesce(Sum("cost_usd", filter=priced & Q(started_at__gte=month)), ZERO),
+        total=Coalesce(Sum("cost_usd", filter=priced), ZERO),
+        unknown_today=Count("pk", filter=unpriced & Q(started_at__gte=day)),
+        unknown_month=Count("pk", filter=unpriced & Q(started_at__gte=month)),
+        unknown_total=Count("pk", filter=unpriced),
         input_tokens=Coalesce(Sum("input_tokens"), 0), output_tokens=Coalesce(Sum("output_tokens"), 0),
-        cache_read_tokens=Coalesce(Sum("cache_read_tokens"), 0))
-    return Costs(**totals)
+        cache_read_tokens=Coalesce(Sum("cache_read_tokens"), 0)))
+    rows.sort(key=lambda row: (row["currency"] != "USD", row["currency"]))
+    amounts = tuple(CurrencyCost(row["currency"], row["today"], row["month"], row["total"]) for row in rows
+                    if row["total"] or row["currency"] == "USD" or not row["unknown_total"])
+    return Costs(amounts=amounts or (CurrencyCost("USD", Decimal(0), Decimal(0), Decimal(0)),),
+                 **{name: sum(row[name] for row in rows) for name in
+                    ("unknown_today", "unknown_month", "unknown_total", "input_tokens", "output_tokens",
+                     "cache_read_tokens")})
 
 
 @dataclass(frozen=True)

@@ -163,6 +163,9 @@ def stage_usage(calls: list[Any]) -> dict[str, Any]:
         usage["cache_read_tokens"] += result.usage.cache_read_input_tokens
         usage["cost_usd"] += Decimal(result.cost_usd)
         usage["backend"], usage["model"] = ctx.backend, ctx.model
+        # one provider per stage, so one currency; one unpriced call makes the stage's cost unknown
+        usage["currency"] = result.currency
+        usage["cost_known"] = usage.get("cost_known", True) and result.cost_known
         receipts.append(ctx.receipt())
     if receipts:
         usage["receipt"] = receipts[0] if len(receipts) == 1 else {**receipts[-1], "calls": receipts}

@@ -164,6 +164,15 @@ def fake_anthropic():
         yield fake
 
 
+@pytest.fixture
+def fake_openai():
+    """A fake OpenAI-compatible Chat Completions server on a free loopback port (tests/fake_openai.py)."""
+    from tests.fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        yield fake
+
+
 def member_client(project, make_user, role: str = "editor", *, language: str | None = None):
     """A logged-in test client of a new (non-staff) user who has ``role`` in ``project``; with
     ``language``, the pages answer in it (else Chinese, the default)."""

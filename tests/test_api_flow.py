@@ -56,6 +56,7 @@ def test_from_brief_to_a_written_chapter_over_the_api(make_user):
     receipts = _ok(reviewer.get(f"{P}/chapters/1/receipts"))["results"]
     assert {r["stage"] for r in receipts} >= {"draft", "summarize", "judge"}
     assert all(r["receipt"].get("blocks") for r in receipts if r["stage"] == "draft")
+    assert all((r["currency"], r["cost_known"]) == ("USD", True) for r in receipts)  # the offline backend's
     now, at_one = _ok(reviewer.get(f"{P}/state")), _ok(reviewer.get(f"{P}/state/at/1"))
     assert at_one["data"] == now["data"]
     before_first = _ok(reviewer.get(f"{P}/state/at/0"))

@@ -96,9 +96,9 @@ def test_json_of_ordinary_depth_is_still_accepted(world):  # noqa: F811
 @pytest.mark.django_db
 @pytest.mark.parametrize("value", [_nested(100_000), '{"draft": "a\\u0000b"}'], ids=["deep", "nul"])
 def test_the_web_settings_form_shows_bad_json_as_a_form_error(world, value):  # noqa: F811
-    response = _web(world).post(f"/p/{world.project.slug}/settings/", {**SETTINGS_FORM, "stage_models": value})
+    response = _web(world).post(f"/p/{world.project.slug}/settings/", {**SETTINGS_FORM, "gate_settings": value})
     assert response.status_code == 200
-    assert response.context["form"].errors["stage_models"]
+    assert response.context["form"].errors["gate_settings"]
     assert Project.objects.get(pk=world.project.pk).title != "雪原"
 
 

@@ -14,11 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from novelsite.llm_providers import ProviderConfigError
 from pipeline.jacquard.filament import parse as parse_filament
 from pipeline.jacquard.skein import Assembled, PromptBlock, Skein, assemble
 from pipeline.jacquard.templates import render_string
 from pipeline.llm.backends import get_backend, resolve
-from pipeline.llm.types import LLMBadOutput, LLMRequest, LLMResult, TextCallback
+from pipeline.llm.types import LLMBadOutput, LLMPermanentError, LLMRequest, LLMResult, TextCallback
 from projects.state_ops import PatchError, apply_delta
 
 # Prompt budgets in estimator tokens (DESIGN §6), and output caps, per stage family.
@@ -78,8 +79,13 @@ class CallContext:
         if self.api_input_tokens is not None:
             receipt["api_input_tokens"] = self.api_input_tokens
         usage = self.result.usage.as_dict() if self.result else {}
+        known = self.result.cost_known if self.result else True
         receipt.update({"stage": self.spec.stage, "backend": self.backend, "model": self.model,
                         "usage": usage, "cost_usd": str(self.result.cost_usd) if self.result else "0",
+                        # the amount is in ``currency``; "unknown" when the model has no price
+                        "cost": (str(self.result.cost_usd) if self.result else "0") if known else "unknown",
+                        "currency": self.result.currency if self.result else "USD",
+                        "usage_counted_by": self.result.usage_source if self.result else "",
                         "duration_ms": self.result.duration_ms if self.result else 0,
                         "request_id": self.result.request_id if self.result else "",
                         "reused_stored_output": self.reused, "plugin_ms": self.timings_ms, "notes": self.notes})
@@ -97,7 +103,10 @@ class Planner:
 
     def run(self, ctx: CallContext) -> None:
         family = ctx.spec.stage.split(":", 1)[0]
-        ctx.backend, ctx.model = resolve(ctx.spec.stage, ctx.spec.stage_models)
+        try:
+            ctx.backend, ctx.model = resolve(ctx.spec.stage, ctx.spec.stage_models)
+        except ProviderConfigError as exc:  # a model the site does not offer: no retry can help
+            raise LLMPermanentError(f"{ctx.spec.stage}: {exc}") from exc
         ctx.budget = ctx.spec.budget or DEFAULT_BUDGETS.get(family, 12_000)
         ctx.max_output_tokens = MAX_OUTPUT_TOKENS.get(family, 4_000)
 

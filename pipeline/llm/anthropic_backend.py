@@ -9,7 +9,8 @@ Importing this module does not need Django; settings are read when a backend is 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import anthropic
@@ -174,15 +175,30 @@ _MAPPED_ERRORS = (anthropic.AnthropicError, httpx2.HTTPError)
 # --- the backend -----------------------------------------------------------------------------
 
 
+Pricer = Callable[[str, Usage], tuple[Decimal | None, str]]  # (cost or None when unknown, currency)
+
+
+def _published_price(model: str, usage: Usage) -> tuple[Decimal | None, str]:
+    price = pricing.price_for(model)
+    return (pricing.amount(price, usage), price.currency) if price is not None else (None, "USD")
+
+
 class AnthropicBackend:
-    """``LLMBackend`` over the Anthropic Messages API; one SDK client per instance."""
+    """``LLMBackend`` over the Anthropic Messages API; one SDK client per instance.
+
+    ``name`` is what receipts call the provider; ``price`` prices a call (default: the published
+    Anthropic prices), None meaning unknown.
+    """
 
     name = "anthropic"
 
-    def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
-                 timeout: float | None = None, max_retries: int | None = None) -> None:
+    def __init__(self, *, name: str = "anthropic", api_key: str | None = None, base_url: str | None = None,
+                 timeout: float | None = None, max_retries: int | None = None,
+                 price: Pricer | None = None) -> None:
         from django.conf import settings  # lazily, so the module imports without Django set up
 
+        self.name = name
+        self.price = price or _published_price
         self.client = anthropic.Anthropic(
             # An empty key becomes None: the SDK then falls back to its own credential chain.
             api_key=api_key or getattr(settings, "ANTHROPIC_API_KEY", "") or None,
@@ -209,15 +225,18 @@ class AnthropicBackend:
             raise map_error(exc) from exc
         duration_ms = int((time.monotonic() - started) * 1000)
         usage = message_usage(message)
+        cost, currency = self.price(request.model, usage)
         return LLMResult(
             text=message_text(message),
             stop_reason=message.stop_reason or "",
             usage=usage,
-            cost_usd=pricing.cost_usd(request.model, usage),
+            cost_usd=cost if cost is not None else Decimal(0),
             duration_ms=duration_ms,
             request_id=request_id,
             model=message.model or request.model,
             backend=self.name,
+            currency=currency or "USD",
+            cost_known=cost is not None,
         )
 
     def count_tokens(self, request: LLMRequest) -> int:

@@ -1,51 +1,66 @@
-"""Choosing a backend and model for a stage.
+"""Choosing a provider and model for a stage, and the shared backend of each provider.
 
-The site default comes from ``NOVELSITE_LLM_BACKEND`` and ``NOVELSITE_DEFAULT_MODEL``. A project
-overrides per stage in ``Project.stage_models``: ``{"draft": "claude-opus-4-5"}`` changes the model,
-``{"judge": "offline"}`` or ``{"refine": "anthropic:claude-haiku-4-5"}`` the backend as well;
-the key ``default`` applies to every stage without its own entry.
+The site default is ``NOVELSITE_LLM_BACKEND`` (a provider: ``offline``, ``anthropic``, ``openai`` or a
+name from ``NOVELSITE_LLM_PROVIDERS``) with its default model. A project overrides per stage in
+``Project.stage_models``: ``{"draft": "deepseek:deepseek-chat"}`` picks provider and model,
+``{"judge": "offline"}`` a provider with its default model, ``{"refine": "claude-haiku-4-5"}`` a
+model of the default provider; the key ``default`` applies to every stage without its own entry.
+Providers and prices: novelsite/llm_providers.py.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from functools import cache
 
-from django.conf import settings
+from novelsite.llm_providers import Provider, ProviderConfigError, providers, resolve_choice
+from pipeline.llm import pricing
+from pipeline.llm.types import LLMBackend, Usage
 
-from pipeline.llm.types import LLMBackend
-
-BACKENDS = ("offline", "anthropic")
+BACKENDS = ("offline", "anthropic", "openai")  # the kinds of provider
 
 
 def resolve(stage: str, stage_models: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """(backend name, model) for ``stage``: the stage's entry, else ``default``, else settings."""
+    """(provider name, model) for ``stage``: the stage's entry, else its family's, else ``default``,
+    else the site default. Raises ``ValueError`` (a ``ProviderConfigError``) naming what is wrong."""
     stage_models = stage_models or {}
     family = stage.split(":", 1)[0]
     choice = stage_models.get(stage) or stage_models.get(family) or stage_models.get("default") or ""
-    backend, _, model = choice.partition(":") if ":" in choice else ("", "", choice)
-    if choice in BACKENDS:
-        backend, model = choice, ""
-    backend = backend or settings.NOVELSITE_LLM_BACKEND
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown LLM backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    if not model:  # the offline backend is not a model: say so in logs and receipts
-        model = "offline" if backend == "offline" else settings.NOVELSITE_DEFAULT_MODEL
-    return backend, model
+    provider, model = resolve_choice(choice)
+    return provider.name, model
+
+
+def _pricer(provider: Provider):
+    def price(model: str, usage: Usage) -> tuple[Decimal | None, str]:
+        return pricing.call_cost(provider, model, usage)
+
+    return price
 
 
 @cache
 def _shared(name: str) -> LLMBackend:
-    if name == "anthropic":
+    provider = providers().get(name)
+    if provider is None:
+        raise ProviderConfigError(f"there is no LLM provider named {name!r}")
+    if provider.kind == "anthropic":
         from pipeline.llm.anthropic_backend import AnthropicBackend
 
-        return AnthropicBackend()
+        return AnthropicBackend(name=provider.name, api_key=provider.api_key() or None,
+                                base_url=provider.base_url or None, timeout=provider.timeout,
+                                max_retries=provider.max_retries, price=_pricer(provider))
+    if provider.kind == "openai":
+        from pipeline.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(name=provider.name, api_key=provider.api_key() or None,
+                             base_url=provider.base_url or None, timeout=provider.timeout,
+                             max_retries=provider.max_retries, price=_pricer(provider))
     from pipeline.llm.offline import OfflineBackend
 
     return OfflineBackend()
 
 
 def get_backend(name: str) -> LLMBackend:
-    """One shared client per backend and process (the SDK client pools its connections)."""
+    """One shared client per provider and process (the SDK client pools its connections)."""
     return _shared(name)
 
 

@@ -69,7 +69,10 @@ class LLMResult:
     duration_ms: int
     request_id: str
     model: str
-    backend: str
+    backend: str  # the provider that answered (``anthropic``, ``openai``, ``deepseek``, ``offline`` …)
+    currency: str = "USD"  # of ``cost_usd``, which holds the amount in the provider's currency
+    cost_known: bool = True  # False: no price for the model; ``cost_usd`` is then 0 and means "unknown"
+    usage_source: str = "api"  # who counted the tokens: the server ("api") or the local "estimator"
 
 
 TextCallback = Callable[[str], None]  # receives each streamed text delta

@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
+from novelsite.llm_providers import project_problems
 from pipeline.morning_summary import batch_morning_summary
 from pipeline.orchestrator import advance, next_step
 from pipeline.rewrite import chapter_rewrite_start
@@ -45,7 +46,8 @@ def dashboard(request, slug: str):
         active=active, working=active is not None and active.status in WORKING_STATUSES,
         plan_waiting=active is not None and active.kind == "plan" and active.status == "waiting",
         progress=run_progress(project=project) if active else None, charts=_charts(metrics),
-        drift=project.style_drift or {}, night=batch_morning_summary(project=project)))
+        drift=project.style_drift or {}, night=batch_morning_summary(project=project),
+        llm_problems=project_problems(project.stage_models)))
 
 
 def _charts(metrics) -> dict:

@@ -14,7 +14,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
+from novelsite.llm_providers import project_problems
 from projects.body_limits import body_limit
+from projects.stage_model_choices import STAGE_MODEL_PREFIX, stage_model_fields
 from projects.errors import InvalidData, NovelsiteError, SlugUnavailable
 from projects.filetree.importer import tree_import
 from projects.filetree.source import read_zip
@@ -222,8 +224,6 @@ class ProjectSettingsForm(forms.Form):
     manual_cost_cap_usd = forms.DecimalField(
         label=gettext_lazy("Cost cap per day for work started by hand (USD)"), min_value=0, max_digits=8,
         decimal_places=2)
-    stage_models = forms.CharField(label=gettext_lazy("Model per stage (JSON)"), widget=forms.Textarea(attrs={"rows": 4}),
-                                   required=False)
     gate_settings = forms.CharField(label=gettext_lazy("Gate thresholds (JSON)"), widget=forms.Textarea(attrs={"rows": 4}),
                                     required=False)
 
@@ -234,8 +234,16 @@ class ProjectSettingsForm(forms.Form):
         except InvalidData as exc:
             raise forms.ValidationError(_("Not valid JSON: %(error)s") % {"error": exc.message}) from exc
 
-    def clean_stage_models(self):
-        return self.clean_json("stage_models")
+    def __init__(self, *args, stage_models=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.stage_model_fields = stage_model_fields(stage_models or {})
+        self.fields.update(self.stage_model_fields)
+
+    def clean(self):
+        cleaned = super().clean()
+        cleaned["stage_models"] = {name[len(STAGE_MODEL_PREFIX):]: cleaned[name] for name in self.stage_model_fields
+                                   if cleaned.get(name)}
+        return cleaned
 
     def clean_gate_settings(self):
         return self.clean_json("gate_settings")
@@ -251,9 +259,8 @@ def settings_view(request, slug: str):
     access = project_access(request, slug, Action.MANAGE)
     project = access.project
     initial = {name: getattr(project, name) for name in SETTINGS_FIELDS}
-    initial["stage_models"] = json.dumps(project.stage_models or {}, ensure_ascii=False, indent=2)
     initial["gate_settings"] = json.dumps(project.gate_settings or {}, ensure_ascii=False, indent=2)
-    form = ProjectSettingsForm(request.POST or None, initial=initial)
+    form = ProjectSettingsForm(request.POST or None, initial=initial, stage_models=project.stage_models)
     if request.method == "POST" and form.is_valid():
         try:
             project_settings_update(project=project, editor=request.user,
@@ -263,4 +270,5 @@ def settings_view(request, slug: str):
         else:
             messages.success(request, _("Settings saved."))
             return redirect("settings", slug=slug)
-    return render(request, "projects/settings.html", page_context(access, form=form))
+    return render(request, "projects/settings.html", page_context(
+        access, form=form, llm_problems=project_problems(project.stage_models)))
