@@ -890,17 +890,6 @@ STORY_FACTS_FILE: Schema = {  # novelsite/facts.json
     "required": ["facts"],
 }
 
-# What the summarizer returns in <facts>: new facts (no id: the commit numbers them) and the ids of
-# open facts this chapter fulfilled or cancelled. The stage checks names and ids item by item.
-SUMMARY_FACTS: Schema = {
-    "type": "object",
-    "properties": {
-        "new": {"type": "array", "items": {"type": "object"}},
-        "closed": {"type": "array", "items": {"type": "object"}},
-    },
-}
-
-
 SCHEMAS: dict[str, Schema] = {
     name: value
     for name, value in globals().items()

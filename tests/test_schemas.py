@@ -108,7 +108,6 @@ CASES: dict[str, tuple[object, object, str]] = {
                                      "status": "open"}]},
                          {"facts": [{"id": "fact-001", "kind": "rumour", "text": "传言", "chapter": 3,
                                      "status": "open"}]}, "$.facts[0].kind"),
-    "SUMMARY_FACTS": ({"new": [], "closed": []}, {"new": "一条"}, "$.new"),
 }
 
 

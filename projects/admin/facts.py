@@ -15,7 +15,7 @@ class StoryFactForm(VersionedForm):
         project = cleaned.get("project") or (self.instance.project if self.instance.project_id else None)
         if project is not None:
             try:
-                story_fact_references_check(project, characters=list(cleaned.get("characters") or []),
+                story_fact_references_check(project, characters=cleaned.get("characters") or [],
                                             storyline=cleaned.get("storyline") or "")
             except InvalidData as exc:
                 raise forms.ValidationError(exc.message) from exc

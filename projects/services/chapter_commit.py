@@ -2,6 +2,7 @@
 transaction, or nothing does (seed 000 §9.2, facts §7.4)."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,8 @@ from projects.models import (
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
 from projects.services.facts import story_facts_apply_commit
 from projects.services.story_state import story_state_apply_patch_locked
+
+log = logging.getLogger(__name__)
 
 
 class ChapterAlreadyCommitted(NovelsiteError):
@@ -91,8 +94,10 @@ def chapter_commit_story_locked(*, project: Project, staged: StagedChapter) -> C
                               **evaluation_columns(staged.evaluation))
     ChapterLog.objects.create(project=project, chapter=chapter, data=staged.log, **chapter_log_columns(staged.log))
     if staged.facts:  # issue #18: new facts stored, fulfilled or cancelled ones closed, with the chapter
-        story_facts_apply_commit(project=project, chapter=staged.number, storyline_slug=staged.storyline_slug,
-                                 facts=staged.facts)
+        ledger = story_facts_apply_commit(project=project, chapter=staged.number,
+                                          storyline_slug=staged.storyline_slug, facts=staged.facts)
+        for note in ledger.notes:
+            log.info("project %s chapter %s: facts ledger: %s", project.pk, staged.number, note)
     checkpoint = {"last_completed_chapter": max(project.last_completed_chapter, staged.number),
                   "pipeline_stage": PipelineStage.COMMITTED, "inflight_chapter": None, "revision_count": 0,
                   "hook_fix_count": 0, "title_fix_count": 0, "orchestrator_state": OrchestratorState.WRITING,

@@ -41,6 +41,8 @@ def story_fact_next_id(project: Project, taken: Iterable[str] = ()) -> str:
 
 def story_fact_references_check(project: Project, *, characters: list[str], storyline: str) -> None:
     """Cross-row rules: the characters and the storyline must exist in the project."""
+    if not isinstance(characters, list) or not all(isinstance(slug, str) for slug in characters):
+        raise InvalidData("characters: a list of character ids", extra={"field": "characters"})
     known = set(project.characters.filter(slug__in=characters).values_list("slug", flat=True))
     unknown = [slug for slug in characters if slug not in known]
     if unknown:
@@ -61,7 +63,7 @@ def story_fact_create(*, project: Project, editor: AbstractBaseUser | None, fact
     fact_id = fact_id or story_fact_next_id(project)
     if project.facts.filter(fact_id=fact_id).exists():
         raise InvalidData(_("There is already a fact %(id)s.") % {"id": fact_id}, extra={"field": "fact_id"})
-    story_fact_references_check(project, characters=list(values.get("characters") or []),
+    story_fact_references_check(project, characters=values.get("characters") or [],
                       storyline=values.get("storyline") or "")
     return story_object_create(instance=StoryFact(project=project, fact_id=fact_id, origin=origin, **values),
                                editor=editor)
@@ -78,7 +80,7 @@ def story_fact_update(*, fact: StoryFact, editor: AbstractBaseUser | None, base_
     if changes.get("status") == "open":
         changes["closed_chapter"] = None
     project = Project.objects.get(pk=fact.project_id)
-    story_fact_references_check(project, characters=list(changes.get("characters", fact.characters) or []),
+    story_fact_references_check(project, characters=changes.get("characters", fact.characters) or [],
                       storyline=changes.get("storyline", fact.storyline) or "")
     return story_object_update(obj=fact, editor=editor, base_version=base_version, **changes)
 
