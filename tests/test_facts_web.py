@@ -133,3 +133,17 @@ def test_strangers_and_missing_facts_get_a_404(ledger, make_user, client):
     editor = member_client(ledger, make_user, "editor")
     assert editor.get(reverse("fact-edit", args=[ledger.slug, "fact-999"])).status_code == 404
     assert editor.get(f"/p/{ledger.slug}/edit/facts/%E6%9E%97/").status_code == 404
+
+
+# --- the API: read-only, like the other story objects ---------------------------------------------
+
+
+def test_the_api_lists_facts_by_status_for_members(ledger, make_user):
+    client = member_client(ledger, make_user, "viewer")
+    url = f"/api/projects/{ledger.slug}/facts"
+    assert [f["id"] for f in client.get(url).json()["results"]] == ["fact-001"]
+    closed = client.get(url, {"status": "closed"}).json()["results"]
+    assert [(f["id"], f["status"], f["closed_chapter"]) for f in closed] == [("fact-002", "cancelled", 3)]
+    assert len(client.get(url, {"status": "all"}).json()["results"]) == 2
+    bad = client.get(url, {"status": "<script>"})
+    assert bad.status_code == 400 and bad.json()["code"] == "invalid"
