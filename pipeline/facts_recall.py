@@ -21,7 +21,7 @@ from typing import Any
 
 from pipeline.jacquard.tokens import estimate_tokens
 from projects.models import Project
-from projects.services.facts import story_facts_open
+from projects.selectors import story_facts_open
 
 FACTS_BUDGET = 800  # estimator tokens of the writer's prompt given to open facts (about 15 facts)
 KIND_WEIGHT = {"death": 3, "identity": 3, "secret": 3, "promise": 2, "debt": 2, "departure": 2, "injury": 1,

@@ -233,3 +233,10 @@ def story_facts_for_list(*, project: Project, status: str = "open", character: s
         facts = facts.exclude(status="open")
     rows = list(facts)
     return [f for f in rows if character in f.characters] if character else rows
+
+
+def story_facts_open(*, project: Project, before_chapter: int) -> list:
+    """Facts established before ``before_chapter`` and open then: still open, or closed only at or
+    after it (issue #18)."""
+    still_open = Q(status="open") | Q(closed_chapter__gte=before_chapter)
+    return list(project.facts.filter(chapter__lt=before_chapter).filter(still_open).order_by("chapter", "pk"))

@@ -22,7 +22,7 @@ from pipeline.stages.base import data_block, llm_call
 from projects.lock_objects import project_lock_id
 from projects.ids import CHAPTERS_PER_VOLUME
 from projects.models import ArchivedSummary, ChapterContract, Project
-from projects.services.facts import story_facts_open
+from projects.selectors import story_facts_open
 from projects.services.memory import archived_summary_add, project_style_drift_set
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,6 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Q
 from django.utils.translation import gettext as _
 
 from projects.errors import InvalidData
@@ -154,13 +153,6 @@ def story_facts_undo_chapter(*, project: Project, chapter: int) -> None:
         fact.version += 1
         fact._history_user = None
         fact.save()
-
-
-def story_facts_open(*, project: Project, before_chapter: int) -> list[StoryFact]:
-    """Facts established before ``before_chapter`` and still open (or closed only at or after it)."""
-    closed_later = Q(closed_chapter__gte=before_chapter)
-    return list(project.facts.filter(chapter__lt=before_chapter).filter(Q(status="open") | closed_later)
-                .order_by("chapter", "pk"))
 
 
 # --- the tree's side: novelsite/facts.json -------------------------------------------------------
