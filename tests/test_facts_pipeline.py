@@ -157,3 +157,26 @@ def test_chapters_written_offline_fill_the_ledger_and_a_rollback_undoes_the_last
     chapter_rollback_latest(project=project, number=3)
     promise.refresh_from_db()
     assert (promise.status, promise.closed_chapter) == ("open", None)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_the_summarizer_got_wrong_is_noted_on_the_run_and_its_receipt(eager, monkeypatch):
+    original = WRITERS["summarize"]
+
+    def sloppy(slice_, rng):
+        answer = original(slice_, rng)
+        answer["facts"] = json.dumps({"new": [{"kind": "prophecy", "text": "天降异象", "characters": ["lin-feng"]},
+                                              {"kind": "injury", "text": "林枫左臂受伤", "characters": ["林枫"]}],
+                                      "closed": [{"id": "fact-404", "status": "fulfilled"}]}, ensure_ascii=False)
+        return answer
+
+    monkeypatch.setitem(WRITERS, "summarize", sloppy)
+    project = sample_project_create()
+    chapter_run_start(project_id=project.pk)
+    assert list(StoryFact.objects.filter(project=project).values_list("kind", "characters")) == [
+        ("injury", ["lin-feng"])]  # the display name became the id; the rest was dropped
+    run = PipelineRun.objects.get(project=project, chapter=1)
+    notes = run.blackboard["content"]["summary"]["facts_notes"]
+    assert any("prophecy" in n for n in notes) and any("fact-404" in n for n in notes)
+    receipt = run.stage_runs.get(stage="summarize").receipt
+    assert any(n.startswith("facts: ") and "prophecy" in n for n in receipt["notes"])

@@ -50,4 +50,5 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
                                      open_ids={f["id"] for f in ctx.open_facts})
     worker.write_content("summary", "facts", facts)
     worker.write_content("summary", "facts_notes", notes)
+    call.notes += [f"facts: {note}" for note in notes]  # shown with the stage's receipt
     return StageOutcome(board.to_dict(), "refine", checkpoint={"pipeline_stage": PipelineStage.DRAFTED}, calls=[call])
