@@ -12,6 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from pipeline.facts_recall import open_facts_for
 from pipeline.plan_validation import outline_blocks, outline_value
 from projects.models import ArchivedSummary, Character, ChapterSummary, Project
 from projects.selectors import foreshadowing_attention
@@ -60,6 +61,7 @@ class ChapterContext:
     state_version: int
     place: str = ""
     extra: dict = field(default_factory=dict)
+    open_facts: list[dict] = field(default_factory=list)  # the ledger's open facts (pipeline/facts_recall.py)
 
     @property
     def foreshadowing_updates(self) -> dict[str, str]:
@@ -167,6 +169,8 @@ def chapter_context(project: Project, chapter: int) -> ChapterContext:
         recent_summaries=recent, memory_levels=levels, recall=_recall(project, cast, recent, chapter),
         foreshadowing_tasks=_foreshadowing_tasks(project, contract, chapter),
         state=state_row.data, state_version=state_row.state_version, place=outline_value(block, "Location") or "",
+        open_facts=open_facts_for(project, chapter, [c.slug for c in cast], ((contract.get("postconditions") or {})
+                                  .get("foreshadowing_updates") or {}), storyline=storyline_id),
     )
 
 
@@ -181,7 +185,7 @@ def all_blacklist_words(blacklist: dict) -> list[str]:
 # writes before commit changes it, and a person's edit of the state meanwhile is caught at commit
 # (stale base_state_version), which clears the snapshot so that summarize reads the new state.
 
-SNAPSHOT_VERSION = 1  # bump when ChapterContext changes shape: older snapshots are then rebuilt
+SNAPSHOT_VERSION = 2  # bump when ChapterContext changes shape: older snapshots are then rebuilt
 _TUPLE_LISTS = ("recent_summaries", "recall")
 
 

@@ -154,6 +154,10 @@ labels_register("storyline_type", {  # facts §10.4's examples; other types show
 })
 labels_register("foreshadow_scope", {"short": _("short"), "medium": _("medium"), "long": _("long")})
 labels_register("foreshadow_status", {"planted": _("planted"), "advanced": _("advanced"), "resolved": _("resolved")})
+labels_register("fact_kind", {  # the facts ledger (issue #18)
+    "promise": _("promise or oath"), "debt": _("debt"), "injury": _("injury"), "death": _("death"),
+    "departure": _("departure"), "identity": _("revealed identity"), "secret": _("secret"), "other": _("other fact")})
+labels_register("fact_status", {"open": _("open"), "fulfilled": _("fulfilled"), "cancelled": _("cancelled")})
 labels_register("change_source", {"pipeline": _("pipeline"), "human": _("a person"), "import": _("import"),
                                   "rollback": _("rollback")})
 labels_register("contract_type", {  # facts §10.2: the kinds of a character's L2 contracts

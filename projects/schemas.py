@@ -855,6 +855,41 @@ ARCHIVED_SUMMARIES: Schema = {  # novelsite/archived-summaries.json: memory leve
     "required": ["archived_summaries"],
 }
 
+# --- the facts ledger (issue #18): lasting facts of the story, novelsite/facts.json --------------
+STORY_FACT_KINDS = ("promise", "debt", "injury", "death", "departure", "identity", "secret", "other")
+STORY_FACT_STATUSES = ("open", "fulfilled", "cancelled")
+STORY_FACT_TEXT_MAX = 300
+STORY_FACT_ID_PATTERN = SLUG_PATTERN
+
+STORY_FACT_CHARACTERS: Schema = {"type": "array", "items": {"type": "string", "pattern": SLUG_PATTERN},
+                                 "maxItems": 20, "uniqueItems": True}
+
+_STORY_FACT: Schema = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": STORY_FACT_ID_PATTERN, "maxLength": 60},
+        "kind": {"type": "string", "enum": list(STORY_FACT_KINDS)},
+        "text": {"type": "string", "minLength": 1, "maxLength": STORY_FACT_TEXT_MAX},
+        "chapter": CHAPTER_NUMBER,
+        "characters": STORY_FACT_CHARACTERS,
+        "storyline": {"type": "string", "maxLength": 60},
+        "foreshadowing": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200},
+                          "maxItems": 20},
+        "status": {"type": "string", "enum": list(STORY_FACT_STATUSES)},
+        "closed_chapter": _nullable("integer", minimum=1),
+        "closing_note": {"type": "string", "maxLength": STORY_FACT_TEXT_MAX},
+        "origin": {"type": "string", "enum": ["pipeline", "person"]},
+    },
+    "required": ["id", "kind", "text", "chapter", "status"],
+    "additionalProperties": False,
+}
+
+STORY_FACTS_FILE: Schema = {  # novelsite/facts.json
+    "type": "object",
+    "properties": {"facts": {"type": "array", "items": _STORY_FACT}},
+    "required": ["facts"],
+}
+
 SCHEMAS: dict[str, Schema] = {
     name: value
     for name, value in globals().items()

@@ -221,3 +221,22 @@ def volumes_with_counts(*, project: Project) -> QuerySet:
 def character_names(*, project: Project) -> dict[str, str]:
     """Character slug -> display name, for showing ids in JSON documents as names (one query)."""
     return dict(Character.objects.filter(project=project).values_list("slug", "display_name"))
+
+
+def story_facts_for_list(*, project: Project, status: str = "open", character: str = "") -> list:
+    """The facts ledger as the web page lists it: ``status`` open, closed (fulfilled or cancelled)
+    or all; with ``character``, only the facts that bind that character (issue #18)."""
+    facts = project.facts.order_by("chapter", "fact_id")
+    if status == "open":
+        facts = facts.filter(status="open")
+    elif status == "closed":
+        facts = facts.exclude(status="open")
+    rows = list(facts)
+    return [f for f in rows if character in f.characters] if character else rows
+
+
+def story_facts_open(*, project: Project, before_chapter: int) -> list:
+    """Facts established before ``before_chapter`` and open then: still open, or closed only at or
+    after it (issue #18)."""
+    still_open = Q(status="open") | Q(closed_chapter__gte=before_chapter)
+    return list(project.facts.filter(chapter__lt=before_chapter).filter(still_open).order_by("chapter", "pk"))

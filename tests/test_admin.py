@@ -38,6 +38,7 @@ from projects.models import (
     ResearchNote,
     Role,
     StateChange,
+    StoryFact,
     StoryState,
     Storyline,
     Volume,
@@ -63,7 +64,7 @@ PIPELINE_OWNED = {
 # Edited by people.
 PEOPLE_EDITED = {
     Project, Membership, ResearchNote, WorldDoc, WorldRule, Character, Storyline, Volume, ChapterContract,
-    Chapter, Foreshadowing, ExtraFile, PromptTemplate,
+    Chapter, Foreshadowing, ExtraFile, PromptTemplate, StoryFact,
 }
 
 by_model = pytest.mark.parametrize("model", ADMIN_MODELS, ids=lambda m: m._meta.label)
@@ -204,6 +205,10 @@ def build_novel(owner, slug: str) -> dict[type[models.Model], models.Model]:
                                     data=project.story_state.data),
         Foreshadowing: foreshadowing,
         ExtraFile: _valid(ExtraFile, project=project, path="platform/qidian.md", content="起点要求"),
+        StoryFact: story_object_create(
+            instance=StoryFact(project=project, fact_id="fact-001", kind="promise", text="林枫答应护送陈老南下",
+                               chapter=1, characters=["lin-feng", "chen-lao"], storyline="main-arc"),
+            editor=owner),
         PipelineRun: run,
         StageRun: stage_run,
         LLMCall: _valid(LLMCall, run=run, stage_run=stage_run, call_key=f"{run.pk}:draft:1:1", backend="anthropic",

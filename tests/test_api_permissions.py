@@ -44,6 +44,7 @@ ENDPOINTS = [
     ("get", S + "/world-docs", Action.READ, None),
     ("get", S + "/world-docs/rules", Action.READ, None),
     ("get", S + "/foreshadowing", Action.READ, None),
+    ("get", S + "/facts", Action.READ, None),
     ("get", S + "/state", Action.READ, None),
     ("get", S + "/state/at/1", Action.READ, None),
     ("get", S + "/next", Action.READ, None),

@@ -8,12 +8,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from pipeline.models import LLMCall, PipelineRun, RunKind, RunStatus, StageRun
-from projects.models import Chapter, Character, Evaluation, Foreshadowing, Project, WorldDoc, WorldRule
+from projects.models import Chapter, Character, Evaluation, Foreshadowing, Project, StoryFact, WorldDoc, WorldRule
 from tests.api_fixtures import World, world  # noqa: F401  (fixture)
 from tests.api_fixtures import _fresh_throttle_cache, no_llm_work  # noqa: F401
 
 LISTS = ["", "/members", "/volumes", "/chapters", "/chapters?volume=1", "/chapters/3/receipts", "/characters",
-         "/storylines", "/world-rules", "/world-docs", "/foreshadowing", "/runs", "/gates"]
+         "/storylines", "/world-rules", "/world-docs", "/foreshadowing", "/facts", "/runs", "/gates"]
 
 
 def grow_book(project: Project, upto: int) -> None:
@@ -33,6 +33,8 @@ def grow_book(project: Project, upto: int) -> None:
     Foreshadowing.objects.bulk_create(
         Foreshadowing(project=project, fid=f"f-{n}", scope="short", planted_chapter=n, target_resolve_end=n + 1)
         for n in range(start, upto + 1))
+    StoryFact.objects.bulk_create(StoryFact(project=project, fact_id=f"fact-{n:03d}", kind="promise", text="誓言",
+                                            chapter=n, characters=[f"extra-{n}"]) for n in range(start, upto + 1))
     for n in range(start, upto + 1):
         run = PipelineRun.objects.create(project=project, kind=RunKind.CHAPTER, chapter=3, status=RunStatus.DONE)
         stage = StageRun.objects.create(run=run, stage="draft", status="succeeded", receipt={"blocks": []})

@@ -103,6 +103,11 @@ CASES: dict[str, tuple[object, object, str]] = {
                                                     "text": "往事"}]},
                            {"archived_summaries": [{"level": "epic", "chapter_start": 1, "chapter_end": 5,
                                                     "text": "往事"}]}, "$.archived_summaries[0].level"),
+    "STORY_FACT_CHARACTERS": (["lin-feng", "chen-lao"], ["林枫"], "$[0]"),
+    "STORY_FACTS_FILE": ({"facts": [{"id": "fact-001", "kind": "promise", "text": "誓言", "chapter": 3,
+                                     "status": "open"}]},
+                         {"facts": [{"id": "fact-001", "kind": "rumour", "text": "传言", "chapter": 3,
+                                     "status": "open"}]}, "$.facts[0].kind"),
 }
 
 

@@ -31,6 +31,9 @@ def blocks(ctx: ChapterContext, required_fixes: list[str]) -> list[PromptBlock]:
         data_block("cast", "character_profile", json_text(cast), priority=80, shrinkable=True),
         PromptBlock("foreshadowing", "user", "伏笔任务：" + json_text(ctx.foreshadowing_tasks)
                     if ctx.foreshadowing_tasks else "", priority=65),
+        # issue #18: already selected and ranked within its own budget (pipeline/facts_recall.py)
+        PromptBlock("open-facts", "user", "仍然有效的事实（不得写得与之矛盾；若本章兑现或取消，要写清楚）：\n"
+                    + "\n".join(f["line"] for f in ctx.open_facts) if ctx.open_facts else "", priority=78),
         PromptBlock("drift", "user", "风格纠偏：" + "；".join(ctx.drift_directives) if ctx.drift_directives else "",
                     priority=75),
         PromptBlock("outline", "user", ctx.outline_block, required=True, priority=100),

@@ -12,6 +12,7 @@ from pipeline.batch_end import StopReason, batch_end, batch_goes_on, stop_reason
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext
 from pipeline.errors import PipelineBusy, PipelineNotReady
+from pipeline.facts_recall import fact_line
 from pipeline.jacquard.skein import PromptBlock
 from pipeline.lock_objects import run_lock
 from pipeline.runs import _chapter_run_create
@@ -21,6 +22,7 @@ from pipeline.stages.base import data_block, llm_call
 from projects.lock_objects import project_lock_id
 from projects.ids import CHAPTERS_PER_VOLUME
 from projects.models import ArchivedSummary, ChapterContract, Project
+from projects.selectors import story_facts_open
 from projects.services.memory import archived_summary_add, project_style_drift_set
 
 log = logging.getLogger(__name__)
@@ -37,8 +39,19 @@ def _volume_range(ctx: ChapterContext) -> tuple[int, int | None]:
     return min(numbers), (max(numbers) if max(numbers) >= ctx.volume * CHAPTERS_PER_VOLUME else None)
 
 
+def _open_facts(ctx: ChapterContext, plan: memory.Consolidation) -> list[str]:
+    """issue #18: the facts established in the consolidated chapters that are still open; the
+    consolidator is told to keep them (the ledger keeps them too, but the memory should not lose them)."""
+    facts = [f for f in story_facts_open(project=ctx.project, before_chapter=ctx.chapter + 1)
+             if plan.chapter_start <= f.chapter <= plan.chapter_end]
+    items = [{"id": f.fact_id, "kind": f.kind, "chapter": f.chapter, "characters": f.characters, "text": f.text}
+             for f in facts]
+    names = {c["slug"]: c["display_name"] for c in ctx.all_characters}
+    return [fact_line(item, names) for item in items]
+
+
 def _consolidate(claim: Claim, ctx: ChapterContext, plan: memory.Consolidation):
-    slice_ = {"summaries": plan.texts, "level": plan.level}
+    slice_ = {"summaries": plan.texts, "level": plan.level, "open_facts": _open_facts(ctx, plan)}
     blocks = [PromptBlock("role", "system", "你负责压缩连载小说的记忆。", required=True, cacheable=True),
               data_block("summaries", "summary", "\n---\n".join(plan.texts), required=True)]
     call = llm_call(claim, ctx, stage="consolidate", slice_=slice_, blocks=blocks, template="consolidate.j2",

@@ -6,6 +6,7 @@ import json
 
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext
+from pipeline.facts_output import facts_from_output
 from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.stages.base import cast_slice, data_block, json_text, llm_call, system_blocks
 from projects.models import PipelineStage
@@ -21,7 +22,8 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
                      "active_foreshadowing": ctx.state.get("active_foreshadowing", [])}
     slice_ = {"chapter": ctx.chapter, "title": title, "storyline_id": ctx.storyline_id,
               "characters": cast_slice(ctx), "place": ctx.place, "foreshadowing_updates": ctx.foreshadowing_updates,
-              "memory": ctx.storyline_memory}
+              "memory": ctx.storyline_memory,
+              "open_facts": [{k: f[k] for k in ("id", "kind", "text", "characters")} for f in ctx.open_facts]}
     blocks = [
         *system_blocks(ctx, ROLE),
         data_block("state", "summary", "当前状态（节选）：" + json_text(state_excerpt), priority=80, kind="json"),
@@ -30,7 +32,7 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     ]
     header = {"chapter": ctx.chapter, "base_state_version": ctx.state_version, "storyline_id": ctx.storyline_id}
     call = llm_call(claim, ctx, stage="summarize", slice_=slice_, blocks=blocks, template="summarize.j2",
-                    template_context=slice_, tags=["thought", "summary", "state_update", "memory", "crossref"],
+                    template_context=slice_, tags=["thought", "summary", "state_update", "memory", "crossref", "facts"],
                     required_tags=["summary", "state_update"], state=ctx.state, delta_header=header, on_text=on_text)
     try:
         crossref = json.loads(call.texts.get("crossref") or "{}")
@@ -42,4 +44,11 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     memory = call.texts.get("memory", "").strip()
     worker.write_content("summary", "memory", memory[:STORYLINE_MEMORY_MAX_CHARS] if memory else None)
     worker.write_content("summary", "crossref", crossref if isinstance(crossref, dict) else {})
+    # issue #18: the chapter's lasting facts; what does not hold is dropped with a note, never retried
+    facts, notes = facts_from_output(call.texts.get("facts"), storyline=ctx.storyline_id, storylines=set(),
+                                     characters={c["slug"]: c["display_name"] for c in ctx.all_characters},
+                                     open_ids={f["id"] for f in ctx.open_facts})
+    worker.write_content("summary", "facts", facts)
+    worker.write_content("summary", "facts_notes", notes)
+    call.notes += [f"facts: {note}" for note in notes]  # shown with the stage's receipt
     return StageOutcome(board.to_dict(), "refine", checkpoint={"pipeline_stage": PipelineStage.DRAFTED}, calls=[call])

@@ -400,3 +400,5 @@ class ExtraFileAdmin(ProjectScopedAdmin):
 
 
 __all__ = ["ProjectAdmin", "editable_projects"]
+
+from projects.admin import facts as _facts  # noqa: E402,F401  (registers the facts ledger's admin)

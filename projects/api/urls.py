@@ -2,6 +2,7 @@ from django.urls import path
 
 from projects.api import converters  # noqa: F401  (registers <id:…>, a bounded integer)
 
+from projects.api.facts import FactListApi
 from projects.api.chapters import ChapterDetailApi, ChapterEvaluationApi, ChapterListApi, ChapterLogApi
 from projects.api.filetree import ProjectExportApi, ProjectImportApi
 from projects.api.members import MemberAccountCreateApi, MemberDetailApi, MemberListInviteApi
@@ -44,6 +45,7 @@ urlpatterns = [
     path(f"{P}/world-docs", WorldDocListApi.as_view(), name="api-world-doc-list"),
     path(f"{P}/world-docs/<str:name>", WorldDocDetailApi.as_view(), name="api-world-doc-detail"),
     path(f"{P}/foreshadowing", ForeshadowingListApi.as_view(), name="api-foreshadowing-list"),
+    path(f"{P}/facts", FactListApi.as_view(), name="api-fact-list"),
     path(f"{P}/state", StoryStateApi.as_view(), name="api-state"),
     path(f"{P}/state/at/<id:chapter>", StoryStateAtChapterApi.as_view(), name="api-state-at"),
 ]

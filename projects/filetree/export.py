@@ -23,6 +23,7 @@ from projects.filetree.changelogs import CHARACTER_MODELS, WORLD_MODELS, changel
 from projects.filetree.fidelity import faithful_files
 from projects.filetree.hooks import extension_files, staging_files
 from projects.models import Chapter, Project
+from projects.services.facts import story_fact_as_json
 
 CHAPTER_BATCH = 200
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed, so two zips of unchanged data are identical
@@ -247,14 +248,20 @@ def _archives(project: Project) -> Iterator[tuple[str, bytes]]:
         yield paths.NOVELSITE_ARCHIVES, dump_json({"archived_summaries": rows})
 
 
+def _facts(project: Project) -> Iterator[tuple[str, bytes]]:
+    rows = [story_fact_as_json(fact) for fact in project.facts.order_by("chapter", "fact_id")]
+    if rows:
+        yield paths.NOVELSITE_FACTS, dump_json({"facts": rows})
+
+
 def tree_files(project: Project) -> Iterator[tuple[str, bytes]]:
     """Every file of the project's tree, in a fixed order. Never ``.novel.lock/``."""
     written: set[str] = set()
     originals = dict(project.imported_files.values_list("path", "content"))
     sections: Iterable[Iterator[tuple[str, bytes]]] = (
         _project_files(project, originals), _research_and_world(project), _characters(project), _storylines(project),
-        _volumes(project, originals), _chapters(project, originals), _state(project), _foreshadowing(project), _archives(project),
-        extension_files(project), staging_files(project),
+        _volumes(project, originals), _chapters(project, originals), _state(project), _foreshadowing(project),
+        _archives(project), _facts(project), extension_files(project), staging_files(project),
     )
     for section in sections:
         for path, data in faithful_files(section, originals):

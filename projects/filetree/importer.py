@@ -19,6 +19,7 @@ from projects.checkpoint import checkpoint_moment, legacy_state
 from projects.evaluations import chapter_log_columns, evaluation_columns
 from projects.filetree import paths
 from projects.filetree.changelogs import IMPORT_REASON
+from projects.filetree import paths
 from projects.filetree.errors import TreeError
 from projects.filetree.fidelity import is_kept_as_imported
 from projects.filetree.hooks import extension_read
@@ -44,6 +45,7 @@ from projects.models import (
     ResearchNote,
     Role,
     StateChange,
+    StoryFact,
     StoryState,
     Storyline,
     Volume,
@@ -51,6 +53,7 @@ from projects.models import (
     WorldDoc,
     WorldRule,
 )
+from projects.services.facts import story_facts_from_json
 from projects.slugs import slug_not_available_message, slug_unavailable_message
 from projects.state_ops import empty_state
 from projects.text_stats import count_chars
@@ -133,6 +136,11 @@ def _write(tree: ParsedTree, slug: str, owner: AbstractBaseUser | None) -> Proje
     _state(project, tree)
     _foreshadowing(project, tree)
     ArchivedSummary.objects.bulk_create([ArchivedSummary(project=project, **a) for a in tree.archives])
+    bulk_create_with_history(story_facts_from_json(project, tree.facts), StoryFact, **history)
+    unbound = [f["id"] for f in tree.facts if set(f.get("characters") or []) - set(tree.characters)]
+    if unbound:
+        tree.warnings.append(f"{paths.NOVELSITE_FACTS}: facts naming characters the tree does not have "
+                             f"({', '.join(unbound)}) were kept without them")
     taken = extension_read(project, tree.extra_files)  # e.g. promotions/: read back by the pipeline
     ExtraFile.objects.bulk_create([ExtraFile(project=project, path=p, content=c)
                                    for p, c in sorted(tree.extra_files.items()) if p not in taken], batch_size=BATCH)

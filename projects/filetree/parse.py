@@ -25,6 +25,7 @@ from projects.ids import is_slug
 from projects.json_validation import json_issues
 from projects.models.project import BRIEF_MAX_CHARS
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
+from projects.services.facts import story_facts_file_issues
 from projects.text_stats import count_chars
 from projects.state_ops import PatchError, replay
 
@@ -66,6 +67,7 @@ class ParsedTree:
     snapshots: dict[int, dict] = field(default_factory=dict)
     foreshadowing: list[dict] = field(default_factory=list)
     archives: list[dict] = field(default_factory=list)
+    facts: list[dict] = field(default_factory=list)  # novelsite/facts.json (issue #18)
     extra_files: dict[str, str] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -323,6 +325,14 @@ def _archives(tree, match, path, data):
     tree.archives = archives
 
 
+def _facts(tree, match, path, data):
+    body = load_json(data, path)
+    issues = story_facts_file_issues(body)
+    if issues:
+        raise TreeError(path, "; ".join(issues))
+    tree.facts = body["facts"]
+
+
 # Order matters: chapters before their summaries, evaluations and logs.
 HANDLERS: list[tuple[re.Pattern | str, Callable]] = [
     (paths.CHECKPOINT, _checkpoint),
@@ -332,6 +342,7 @@ HANDLERS: list[tuple[re.Pattern | str, Callable]] = [
     (paths.STYLE_DRIFT, _json_setting("style_drift", "STYLE_DRIFT")),
     (paths.NOVELSITE_PROJECT, _novelsite_project),
     (paths.NOVELSITE_ARCHIVES, _archives),
+    (paths.NOVELSITE_FACTS, _facts),
     (paths.RESEARCH_RE, _research),
     (paths.WORLD_RULES, _world_rules),
     (paths.WORLD_DOC_RE, _world_doc),

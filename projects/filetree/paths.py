@@ -23,6 +23,7 @@ GLOBAL_FORESHADOWING = "foreshadowing/global.json"
 # Novelsite's extension of the tree: what the original tool has no file for.
 NOVELSITE_PROJECT = "novelsite/project.json"
 NOVELSITE_ARCHIVES = "novelsite/archived-summaries.json"
+NOVELSITE_FACTS = "novelsite/facts.json"  # the facts ledger (issue #18)
 
 
 GENERATED = frozenset({WORLD_CHANGELOG, CHARACTERS_CHANGELOG})

@@ -9,6 +9,7 @@ from projects.models.chapters import (
     MemoryLevel,
 )
 from projects.models.characters import Character, CharacterStatus
+from projects.models.facts import FactKind, FactOrigin, FactStatus, StoryFact
 from projects.models.foreshadowing import STATUS_RANK, Foreshadowing, ForeshadowingEvent
 from projects.models.project import (
     CHECKPOINT_FIELDS,
@@ -31,8 +32,9 @@ from projects.models.world import ConstraintType, ResearchNote, WorldDoc, WorldR
 __all__ = [
     "ArchivedSummary", "CanonStatus", "ChangeSource", "Chapter", "ChapterContract", "ChapterLog", "ChapterSummary",
     "Character", "CharacterStatus", "CHECKPOINT_FIELDS", "ConstraintType", "EditVersioned", "Evaluation",
-    "ExtraFile", "ImportedFile", "Foreshadowing", "ForeshadowingEvent", "GateDecision", "GenreDriveType", "Membership",
+    "ExtraFile", "FactKind", "FactOrigin", "FactStatus", "Foreshadowing", "ForeshadowingEvent", "GateDecision",
+    "GenreDriveType", "ImportedFile", "Membership",
     "MemoryLevel", "OrchestratorState", "PipelineStage", "Project", "QuickstartPhase", "ResearchNote", "Role",
-    "StateChange", "STATUS_RANK", "StoryState", "Storyline", "StorylineScope", "StorylineStatus", "Volume",
+    "StateChange", "STATUS_RANK", "StoryFact", "StoryState", "Storyline", "StorylineScope", "StorylineStatus", "Volume",
     "VolumePipelineStage", "VolumeStateSnapshot", "VolumeStatus", "WorldDoc", "WorldRule",
 ]

@@ -2,6 +2,7 @@
 transaction, or nothing does (seed 000 §9.2, facts §7.4)."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,10 @@ from projects.models import (
     Volume,
 )
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
+from projects.services.facts import story_facts_apply_commit
 from projects.services.story_state import story_state_apply_patch_locked
+
+log = logging.getLogger(__name__)
 
 
 class ChapterAlreadyCommitted(NovelsiteError):
@@ -47,12 +51,13 @@ class StagedChapter:
     memory: str | None
     evaluation: dict[str, Any]
     log: dict[str, Any]
+    facts: dict[str, Any] | None = None  # the ledger's new and closed facts (services/facts.py)
 
 
 @transaction.atomic
 def chapter_commit_story(*, project: Project, staged: StagedChapter) -> Chapter:
     """Chapter, summary, state patch (version check, changelog, foreshadowing ledger), storyline
-    memory, evaluation, log and checkpoint, together. A stale ``base_state_version`` raises
+    memory, evaluation, log, the facts ledger and checkpoint, together. A stale ``base_state_version`` raises
     ``StalePatch`` with nothing written; the caller sends the run back to summarize.
 
     Locks: project, then StoryState (through the patch service), then the storyline row.
@@ -88,6 +93,11 @@ def chapter_commit_story_locked(*, project: Project, staged: StagedChapter) -> C
     Evaluation.objects.create(project=project, chapter=chapter, data=staged.evaluation,
                               **evaluation_columns(staged.evaluation))
     ChapterLog.objects.create(project=project, chapter=chapter, data=staged.log, **chapter_log_columns(staged.log))
+    if staged.facts:  # issue #18: new facts stored, fulfilled or cancelled ones closed, with the chapter
+        ledger = story_facts_apply_commit(project=project, chapter=staged.number,
+                                          storyline_slug=staged.storyline_slug, facts=staged.facts)
+        for note in ledger.notes:
+            log.info("project %s chapter %s: facts ledger: %s", project.pk, staged.number, note)
     checkpoint = {"last_completed_chapter": max(project.last_completed_chapter, staged.number),
                   "pipeline_stage": PipelineStage.COMMITTED, "inflight_chapter": None, "revision_count": 0,
                   "hook_fix_count": 0, "title_fix_count": 0, "orchestrator_state": OrchestratorState.WRITING,

@@ -3,8 +3,8 @@
 Exact by construction: the chapter's state delta must be the last entry of the changelog, so the
 state before it is the state of the previous entry (or the replay of all earlier ones), and the
 changelog after the rollback is the same chain it was before the chapter was committed. The
-chapter's rows (text, summary, evaluation, log), its foreshadowing events and its storyline memory
-update go with it; simple-history keeps the deleted chapter's last version.
+chapter's rows (text, summary, evaluation, log), its foreshadowing events, the facts it added or
+closed in the ledger and its storyline memory update go with it; simple-history keeps the deleted chapter's last version.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from projects.models import (
     VolumeStateSnapshot,
 )
 from projects.models.project import Project
+from projects.services.facts import story_facts_undo_chapter
 from projects.state_ops import apply_delta, replay
 
 
@@ -78,6 +79,7 @@ def chapter_rollback_latest(*, project: Project, number: int, user: AbstractBase
     state.save()
     last.delete()
     _undo_foreshadowing(project, number)
+    story_facts_undo_chapter(project=project, chapter=number)
     _undo_storyline_memory(project, chapter)
     rolled = RolledBack(number, chapter.title, chapter.text, getattr(chapter, "summary", None) and chapter.summary.text
                         or "", state.state_version)

@@ -7,14 +7,15 @@ Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices ea
   objectives [text], place, target_chars, blacklist [words]; answers ``chapter`` (H1 + text) and
   ``hints`` (JSON ``{chapter, hints[]}``).
 - ``summarize``: chapter, title, storyline_id, characters, place, foreshadowing_updates {id: status};
-  answers ``summary`` (seed format), ``state_update`` (triples), ``memory`` and ``crossref``.
+  open_facts [{id, kind, text, characters}]; answers ``summary`` (seed format), ``state_update``
+  (triples), ``memory``, ``crossref`` and ``facts`` (the ledger's new and closed facts).
 - ``refine``: chapter_text, blacklist; answers ``edits`` (JSON list of {find, replace, reason}).
 - ``judge`` / ``quickstart:results``: chapter, objectives [{id, description, required}],
   score_mode ("normal" | "low" | "revise"); answers ``evaluation`` (JSON, 8 scores).
 - ``plan`` / ``quickstart:f0``: volume, chapter_start, chapter_end, storylines [slug], characters,
   previous_state_keys [slug]; answers ``outline``, ``schedule``, ``foreshadowing``,
   ``new_characters`` and ``contracts`` that pass the facts §6 validation.
-- ``consolidate``: summaries [text]; answers ``summary``.
+- ``consolidate``: summaries [text], open_facts [line]; answers ``summary`` (keeping the open facts).
 - ``quickstart:world`` (brief, genre, platform) / ``quickstart:characters`` and ``weave`` (brief,
   rules, and for weaving ``wanted`` [{name, role, brief, first_chapter}]) / ``quickstart:style``;
   ``review`` (volume, chapter_range).
@@ -93,7 +94,33 @@ def summarize(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     memory = f"{names[0]}已到{place}（ch{number}）。" + (slice_.get("memory") or "")
     return {"summary": summary, "state_update": _dumps(triples), "memory": memory[:480],
             "crossref": _dumps({"storyline_id": line, "cross_references": [], "leak_risk": "none",
-                                "leak_detail": ""})}
+                                "leak_detail": ""}),
+            "facts": _dumps(_facts(slice_, place))}
+
+
+FACT_KINDS = ("promise", "debt", "injury", "secret", "departure", "identity", "death")
+FACT_TEXTS = {"promise": "{a}答应{b}，到{place}之后替他办一件事", "debt": "{a}欠{b}一份救命之恩",
+              "injury": "{a}在{place}受了伤，左臂还使不上力", "secret": "{a}瞒着{b}藏起了一样东西",
+              "departure": "{a}离开{place}，说好不再回来", "identity": "{a}向{b}表明了自己的真实身份",
+              "death": "{a}在{place}亲眼看见一位旧识死去"}
+
+
+def _facts(slice_: dict[str, Any], place: str) -> dict[str, list]:
+    """Every third chapter establishes one fact of the next kind about the first two characters;
+    in between, every third chapter fulfils the oldest open fact it was shown."""
+    number, characters = slice_["chapter"], slice_.get("characters") or []
+    new, closed = [], []
+    if characters and number % 3 == 1:
+        kind = FACT_KINDS[(number // 3) % len(FACT_KINDS)]
+        a = characters[0].get("display_name") or characters[0]["slug"]
+        b = characters[1].get("display_name") if len(characters) > 1 else "同伴"
+        new.append({"kind": kind, "text": FACT_TEXTS[kind].format(a=a, b=b, place=place),
+                    "characters": [c["slug"] for c in characters[:2]], "storyline": slice_.get("storyline_id", ""),
+                    "foreshadowing": []})
+    open_facts = slice_.get("open_facts") or []
+    if open_facts and number % 3 == 0:
+        closed.append({"id": open_facts[0]["id"], "status": "fulfilled", "note": f"第{number}章兑现"})
+    return {"new": new, "closed": closed}
 
 
 def refine(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
@@ -171,7 +198,8 @@ def consolidate(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     for text in slice_.get("summaries", []):
         events += [line.lstrip("- ") for line in text.splitlines() if line.startswith("- ")
                    and "storyline_id" not in line]
-    return {"summary": "；".join(events)[:400] or "（无事发生）"}
+    kept = [f"仍有效：{line}" for line in slice_.get("open_facts") or []]  # told to keep them: it does
+    return {"summary": "；".join(kept + events)[:400] or "（无事发生）"}
 
 
 def world(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
