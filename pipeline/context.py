@@ -12,15 +12,14 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from pipeline.foreshadowing_tasks import foreshadowing_tasks
 from pipeline.plan_validation import outline_blocks, outline_value
 from projects.models import ArchivedSummary, Character, ChapterSummary, Project
-from projects.selectors import foreshadowing_attention
 
 MAX_FALLBACK_CHARACTERS = 15  # facts §12: without contract characters, the first 15
 RECENT_WINDOW = 10  # seed 002: at most 10 unarchived summaries before consolidation
 ABSENCE_FOR_RECALL = 10  # chapters without a mention before the last appearance is recalled
 BLACKLIST_TOP = 10  # facts §12: ai_blacklist_top10
-FORESHADOW_VERBS = {"planted": "埋设", "advanced": "推进", "resolved": "回收"}
 
 
 @dataclass(frozen=True)
@@ -118,19 +117,6 @@ def _recall(project: Project, cast: list[CastMember], recent: list[tuple[int, st
     return recalled
 
 
-def _foreshadowing_tasks(project: Project, contract: dict, chapter: int) -> list[dict]:
-    updates = (contract.get("postconditions") or {}).get("foreshadowing_updates") or {}
-    tasks = [{"id": fid, "instruction": f"本章需要{FORESHADOW_VERBS.get(status, status)}此伏笔"}
-             for fid, status in updates.items()]
-    attention = foreshadowing_attention(project=project, as_of=chapter - 1)
-    for item in attention.overdue[:5]:
-        tasks.append({"id": item.fid, "instruction": f"已超期（应在第{item.target_resolve_end}章前回收）：{item.description}"})
-    for dormant in attention.dormant[:5]:
-        item = dormant.foreshadowing
-        tasks.append({"id": item.fid, "instruction": f"已沉寂{dormant.chapters_since_last_update}章，轻点一笔：{item.description}"})
-    return tasks
-
-
 def _blacklist_words(blacklist: dict) -> list[str]:
     words = list(blacklist.get("words") or [])
     for entries in (blacklist.get("categories") or {}).values():
@@ -165,7 +151,7 @@ def chapter_context(project: Project, chapter: int) -> ChapterContext:
         storyline_memory=memories.get(storyline_id, ""),
         adjacent_memories={s: memories[s] for s in schedule_lines if s and s != storyline_id and memories.get(s)},
         recent_summaries=recent, memory_levels=levels, recall=_recall(project, cast, recent, chapter),
-        foreshadowing_tasks=_foreshadowing_tasks(project, contract, chapter),
+        foreshadowing_tasks=foreshadowing_tasks(project, contract, chapter, volume),
         state=state_row.data, state_version=state_row.state_version, place=outline_value(block, "Location") or "",
     )
 
