@@ -8,12 +8,14 @@ for a character back after a long absence the summary of their last appearance.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pipeline.foreshadowing_tasks import foreshadowing_tasks
 from pipeline.plan_validation import outline_blocks, outline_value
+from pipeline.profile_sections import profile_for_writer
 from projects.models import ArchivedSummary, Character, ChapterSummary, Project
 
 MAX_FALLBACK_CHARACTERS = 15  # facts §12: without contract characters, the first 15
@@ -30,6 +32,8 @@ class CastMember:
     profile: str
     contracts: list[dict]
     state: dict
+    named: bool = True  # named by the contract (False: one of the fallback characters)
+    writer_profile: str = ""  # the profile's sections the writer gets (pipeline/profile_sections.py)
 
 
 @dataclass(frozen=True)
@@ -77,14 +81,18 @@ def outline_block(outline: str, chapter: int) -> tuple[str, str]:
     return block.strip(), title
 
 
-def _cast(project: Project, contract: dict, state: dict) -> tuple[list[CastMember], list[dict]]:
+def _cast(project: Project, contract: dict, state: dict, outline: str) -> tuple[list[CastMember], list[dict]]:
     everyone = list(project.characters.only("slug", "display_name", "status", "profile", "contracts"))
-    wanted = {key.lower() for key in ((contract.get("preconditions") or {}).get("character_states") or {})}
+    wanted = {str(key).lower() for key in ((contract.get("preconditions") or {}).get("character_states") or {})}
     chosen = [c for c in everyone if c.slug.lower() in wanted or c.display_name.lower() in wanted]
+    named = bool(chosen)
     if not chosen:
         chosen = [c for c in everyone if c.status == "active"][:MAX_FALLBACK_CHARACTERS]
     states = state.get("characters", {})
-    cast = [CastMember(c.slug, c.display_name, c.status, c.profile, c.contracts, states.get(c.slug, {}))
+    mentions = outline + json.dumps(contract, ensure_ascii=False)
+    cast = [CastMember(c.slug, c.display_name, c.status, c.profile, c.contracts, states.get(c.slug, {}), named,
+                       profile_for_writer(c.profile, named=named,
+                                          mentioned=c.display_name in mentions or c.slug in mentions))
             for c in chosen]
     return cast, [{"slug": c.slug, "display_name": c.display_name, "status": c.status} for c in everyone]
 
@@ -129,7 +137,7 @@ def chapter_context(project: Project, chapter: int) -> ChapterContext:
     contract, volume = contract_row.data, contract_row.volume
     block, title = outline_block(volume.outline, chapter)
     state_row = project.story_state
-    cast, everyone = _cast(project, contract, state_row.data)
+    cast, everyone = _cast(project, contract, state_row.data, block)
     storyline_id = contract.get("storyline_id") or "main-arc"
     memories = dict(project.storylines.values_list("slug", "memory"))
     schedule_lines = [s if isinstance(s, str) else s.get("storyline_id")
@@ -167,7 +175,7 @@ def all_blacklist_words(blacklist: dict) -> list[str]:
 # writes before commit changes it, and a person's edit of the state meanwhile is caught at commit
 # (stale base_state_version), which clears the snapshot so that summarize reads the new state.
 
-SNAPSHOT_VERSION = 1  # bump when ChapterContext changes shape: older snapshots are then rebuilt
+SNAPSHOT_VERSION = 2  # bump when ChapterContext changes shape: older snapshots are then rebuilt
 _TUPLE_LISTS = ("recent_summaries", "recall")
 
 

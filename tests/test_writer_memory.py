@@ -75,3 +75,84 @@ def test_a_long_history_keeps_the_planting_and_the_latest_events(sample_project)
 
     assert [e["chapter"] for e in task["history"]] == [1, 7, 8, 9, 10, 11]
     assert all(len(e.get("detail", "")) <= 80 for e in task["history"])
+
+
+# --- Profiles by section -------------------------------------------------------------------------
+
+PROFILE = """苏晚，北境药师之女，十九岁。
+
+## 性格与说话
+说话轻，爱用反问。
+
+## 外貌
+左眉有一道浅疤。
+
+## 能力
+""" + "能辨百草。" * 300 + """
+
+## 秘密
+她其实是星火宗宗主的遗孤，体内封着最后一缕星火。她一直瞒着林枫。"""
+
+
+def test_a_named_character_gets_identity_voice_and_the_whole_secret_written_late():
+    from pipeline.profile_sections import profile_for_writer
+
+    text = profile_for_writer(PROFILE, named=True)
+
+    assert text.startswith("苏晚，北境药师之女")
+    assert "说话轻，爱用反问。" in text
+    assert "她其实是星火宗宗主的遗孤，体内封着最后一缕星火。她一直瞒着林枫。" in text
+    assert "左眉有一道浅疤" in text
+    assert "能辨百草" not in text  # 1500 characters of abilities do not fit beside the rest: left out whole
+
+
+def test_a_fallback_character_gets_a_secret_only_when_the_chapter_mentions_her():
+    from pipeline.profile_sections import profile_for_writer
+
+    assert "遗孤" not in profile_for_writer(PROFILE, named=False)
+    assert "说话轻" in profile_for_writer(PROFILE, named=False)
+    assert "遗孤" in profile_for_writer(PROFILE, named=False, mentioned=True)
+
+
+@pytest.mark.parametrize("heading,kind", [("身份", "identity"), ("Background", "identity"), ("真实身份", "secret"),
+                                          ("Secrets", "secret"), ("能力与功法", "abilities"), ("Voice", "voice"),
+                                          ("说话方式", "voice"), ("外貌", "appearance"), ("杂记", "other")])
+def test_section_headings_are_recognised_in_chinese_and_english(heading, kind):
+    from pipeline.profile_sections import section_kind
+
+    assert section_kind(heading) == kind
+
+
+def test_a_profile_without_headings_is_whole_when_short_and_cut_at_a_sentence_end_when_long():
+    from pipeline.profile_sections import PLAIN_MAX_CHARS, profile_for_writer
+
+    assert profile_for_writer("出身北境的少年修士，执拗而聪明。", named=True) == "出身北境的少年修士，执拗而聪明。"
+    long = "他走过雪原。" * 200
+    text = profile_for_writer(long, named=True)
+    assert len(text) <= PLAIN_MAX_CHARS + 1 and text.endswith("他走过雪原。…")
+    assert profile_for_writer("", named=True) == ""
+
+
+def test_hostile_profiles_stay_bounded():
+    from pipeline.profile_sections import SECTION_HARD_MAX, profile_for_writer
+
+    many = "\n".join(f"## 秘密{i}\n" + "秘" * 2000 for i in range(50))
+    assert len(profile_for_writer(many, named=True)) <= SECTION_HARD_MAX + 100
+    one = "## 身份\n" + "甲" * 100_000
+    assert len(profile_for_writer(one, named=True)) <= SECTION_HARD_MAX + 20
+    assert profile_for_writer("##\n###   \n# 身份\n", named=True) == "##\n###   \n# 身份"  # no section: as written
+
+
+def test_the_writer_gets_the_sections_and_the_contracts_whole(sample_project):
+    from pipeline.stages import draft
+    from projects.models import Character
+
+    Character.objects.filter(project=sample_project, slug="lin-feng").update(
+        profile=PROFILE, contracts=[{"id": "C-LIN-FENG-001", "type": "personality", "rule": "遇事先怀疑，再行动",
+                                     "valid_from_chapter": 1, "valid_until": None, "exceptions": ["面对陈老时"]}])
+
+    ctx = chapter_context(sample_project, 1)
+    cast = next(b for b in draft.blocks(ctx, []) if b.name == "cast").content
+
+    assert "体内封着最后一缕星火。她一直瞒着林枫。" in cast
+    assert "遇事先怀疑，再行动（例外：面对陈老时）" in cast

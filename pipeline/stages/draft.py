@@ -15,9 +15,16 @@ MIN_CHARS = 300  # shorter than this is not a chapter; ask again
 TITLE_LINE = re.compile(r"^#\s*(?:第\s*\d+\s*章)?\s*(.*)$")
 
 
+def _contract_text(contract: dict) -> str:
+    """A character contract whole: its rule and its exceptions (never shortened)."""
+    rule = str(contract.get("rule") or "")
+    exceptions = [str(e) for e in (contract.get("exceptions") or []) if e]
+    return rule + ("（例外：" + "；".join(exceptions) + "）" if exceptions else "")
+
+
 def blocks(ctx: ChapterContext, required_fixes: list[str]) -> list[PromptBlock]:
-    cast = [{"id": c.slug, "name": c.display_name, "state": c.state, "profile": c.profile[:400],
-             "contracts": [k.get("rule") for k in c.contracts]} for c in ctx.cast]
+    cast = [{"id": c.slug, "name": c.display_name, "state": c.state, "profile": c.writer_profile,
+             "contracts": [_contract_text(k) for k in c.contracts if isinstance(k, dict)]} for c in ctx.cast]
     recent = "\n\n".join(f"第{n}章：{text}" for n, text in ctx.recent_summaries)
     recall = "\n".join(f"{name} 上次出场（第{n}章）：{text}" for name, n, text in ctx.recall)
     return [
