@@ -4,7 +4,8 @@ of queries, and selected so it stays bounded as the book grows (DESIGN §6, fact
 Selection instead of truncation: the contract's characters only (their state, profile and L2
 contracts), the current storyline's memory and its neighbours', the summaries since the last
 archive (seed 002) plus the memory levels above them, foreshadowing that is due or dormant, and
-for a character back after a long absence the summary of their last appearance.
+for a character back after a long absence the summary of their last real appearance
+(pipeline/recall.py).
 """
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from typing import Any
 from pipeline.foreshadowing_tasks import foreshadowing_tasks
 from pipeline.plan_validation import outline_blocks, outline_value
 from pipeline.profile_sections import profile_for_writer
+from pipeline.recall import recall_returning
 from projects.models import ArchivedSummary, Character, ChapterSummary, Project
 
 MAX_FALLBACK_CHARACTERS = 15  # facts §12: without contract characters, the first 15
 RECENT_WINDOW = 10  # seed 002: at most 10 unarchived summaries before consolidation
-ABSENCE_FOR_RECALL = 10  # chapters without a mention before the last appearance is recalled
 BLACKLIST_TOP = 10  # facts §12: ai_blacklist_top10
 
 
@@ -110,21 +111,6 @@ def _memory(project: Project, chapter: int) -> tuple[list[tuple[int, str]], list
     return sorted(recent), memory, archived_until
 
 
-def _recall(project: Project, cast: list[CastMember], recent: list[tuple[int, str]], chapter: int):
-    """Entity-indexed recall: a contract character missing from the recent summaries gets the
-    summary of their last appearance, if it is at least ABSENCE_FOR_RECALL chapters ago."""
-    recalled = []
-    for member in cast:
-        if any(member.display_name in text for _n, text in recent):
-            continue
-        last = (ChapterSummary.objects.filter(project=project, text__contains=member.display_name,
-                                              chapter__number__lt=chapter - ABSENCE_FOR_RECALL + 1)
-                .order_by("-chapter__number").values_list("chapter__number", "text").first())
-        if last:
-            recalled.append((member.display_name, last[0], last[1]))
-    return recalled
-
-
 def _blacklist_words(blacklist: dict) -> list[str]:
     words = list(blacklist.get("words") or [])
     for entries in (blacklist.get("categories") or {}).values():
@@ -158,7 +144,7 @@ def chapter_context(project: Project, chapter: int) -> ChapterContext:
         drift_directives=[d["directive"] for d in (drift or {}).get("drifts", [])][:3],
         storyline_memory=memories.get(storyline_id, ""),
         adjacent_memories={s: memories[s] for s in schedule_lines if s and s != storyline_id and memories.get(s)},
-        recent_summaries=recent, memory_levels=levels, recall=_recall(project, cast, recent, chapter),
+        recent_summaries=recent, memory_levels=levels, recall=recall_returning(project, cast, chapter),
         foreshadowing_tasks=foreshadowing_tasks(project, contract, chapter, volume),
         state=state_row.data, state_version=state_row.state_version, place=outline_value(block, "Location") or "",
     )

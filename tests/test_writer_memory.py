@@ -156,3 +156,51 @@ def test_the_writer_gets_the_sections_and_the_contracts_whole(sample_project):
 
     assert "体内封着最后一缕星火。她一直瞒着林枫。" in cast
     assert "遇事先怀疑，再行动（例外：面对陈老时）" in cast
+
+
+# --- Recall by appearance ------------------------------------------------------------------------
+
+
+def test_a_returning_character_recalls_her_real_scene_not_a_later_passing_mention(sample_project):
+    from tests.book_builder import commit_chapter, contract_of, plan_contracts
+
+    plan_contracts(sample_project, {n: contract_of(n, ["lin-feng", "chen-lao"] if n in (5, 30) else ["lin-feng"])
+                                    for n in range(1, 31)})
+    for number in range(1, 30):
+        summary = {5: "陈老在雪原木屋传授林枫星火诀的第一式。",
+                   20: "林枫在魔都酒楼里偶然想起陈老说过的话。"}.get(number, f"林枫赶路，第{number}天。")
+        ops = [{"op": "set", "path": "characters.zhao-ming.location", "value": "魔都"}] if number == 8 else []
+        commit_chapter(sample_project, number, summary=summary, ops=ops)
+    plan_contracts(sample_project, {30: contract_of(30, ["lin-feng", "chen-lao", "zhao-ming"])})
+
+    recalled = chapter_context(sample_project, 30).recall
+
+    assert ("陈老", 5, "陈老在雪原木屋传授林枫星火诀的第一式。") in recalled
+    assert ("赵明", 8, "林枫赶路，第8天。") in recalled  # his state changed there: he was in that chapter
+    assert all(name != "林枫" for name, _n, _t in recalled)  # in every chapter: nothing to recall
+
+
+def test_appearances_go_with_a_rolled_back_chapter_and_are_rebuilt_after_an_import(sample_project):
+    from projects.models import CharacterAppearance
+    from projects.services.appearances import character_appearances_add, character_appearances_rebuild
+    from tests.book_builder import commit_chapter, contract_of, plan_contracts
+
+    plan_contracts(sample_project, {1: contract_of(1, ["lin-feng", "陈老", "nobody", "__proto__"])})
+    commit_chapter(sample_project, 1, summary="雪原。",
+                   ops=[{"op": "set", "path": "characters.zhao-ming.mood", "value": "怒"},
+                        {"op": "set", "path": "world_state.weather", "value": "雪"}])
+    rows = set(CharacterAppearance.objects.filter(project=sample_project).values_list(
+        "chapter_number", "character_slug", "source"))
+    # names resolve to slugs; unknown keys and world ops are no appearance
+    assert rows == {(1, "lin-feng", "contract"), (1, "chen-lao", "contract"), (1, "zhao-ming", "delta")}
+
+    chapter = sample_project.chapters.get(number=1)
+    character_appearances_add(project=sample_project, chapter=chapter, slugs=["zhao-ming"], source="ledger")
+    CharacterAppearance.objects.filter(project=sample_project, source="contract").delete()
+    assert character_appearances_rebuild(project=sample_project) == 3
+    assert CharacterAppearance.objects.filter(project=sample_project).count() == 4  # the ledger's row kept
+    with pytest.raises(ValueError):
+        character_appearances_add(project=sample_project, chapter=chapter, slugs=["x"], source="rumour")
+
+    chapter.delete()
+    assert not CharacterAppearance.objects.filter(project=sample_project).exists()

@@ -49,6 +49,7 @@ from projects.models import (
     WorldDoc,
     WorldRule,
 )
+from projects.services.appearances import character_appearances_rebuild
 from projects.slugs import slug_not_available_message, slug_unavailable_message
 from projects.state_ops import empty_state
 from projects.text_stats import count_chars
@@ -129,6 +130,7 @@ def _write(tree: ParsedTree, slug: str, owner: AbstractBaseUser | None) -> Proje
     _chapters(project, tree, volumes, {line.slug: line for line in lines}, history)
     _state(project, tree)
     _foreshadowing(project, tree)
+    character_appearances_rebuild(project=project)  # where the characters were (#18), from contracts and deltas
     ArchivedSummary.objects.bulk_create([ArchivedSummary(project=project, **a) for a in tree.archives])
     taken = extension_read(project, tree.extra_files)  # e.g. promotions/: read back by the pipeline
     ExtraFile.objects.bulk_create([ExtraFile(project=project, path=p, content=c)

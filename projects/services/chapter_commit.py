@@ -14,6 +14,7 @@ from projects.lock_objects import project_lock_id, storyline_lock
 from projects.models import (
     ChangeSource,
     Chapter,
+    ChapterContract,
     ChapterLog,
     ChapterSummary,
     Evaluation,
@@ -23,6 +24,7 @@ from projects.models import (
     Volume,
 )
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
+from projects.services.appearances import character_appearances_record
 from projects.services.story_state import story_state_apply_patch_locked
 
 
@@ -81,6 +83,8 @@ def chapter_commit_story_locked(*, project: Project, staged: StagedChapter) -> C
     chapter.save()
     ChapterSummary.objects.create(project=project, chapter=chapter, storyline_slug=staged.storyline_slug,
                                   text=staged.summary)
+    contract = ChapterContract.objects.filter(project=project, chapter=staged.number).values_list("data", flat=True)
+    character_appearances_record(project=project, chapter=chapter, contract=contract.first(), delta=staged.delta)
     if storyline is not None and staged.memory is not None:
         # facts §7.4 / §15.3: the memory file is overwritten (the CLI's refusal is a bug)
         storyline.memory, storyline.version = staged.memory[:STORYLINE_MEMORY_MAX_CHARS], storyline.version + 1
