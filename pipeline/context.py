@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pipeline.foreshadowing_tasks import foreshadowing_tasks
+from pipeline.memory import levels_for_writer
 from pipeline.plan_validation import outline_blocks, outline_value
 from pipeline.profile_sections import profile_for_writer
 from pipeline.recall import recall_returning
@@ -57,7 +58,7 @@ class ChapterContext:
     storyline_memory: str
     adjacent_memories: dict[str, str]
     recent_summaries: list[tuple[int, str]]
-    memory_levels: list[str]
+    memory_levels: list[dict]  # level, chapters [start, end], text, chars, allowed, stored_chars
     recall: list[tuple[str, int, str]]  # (display_name, chapter, summary)
     foreshadowing_tasks: list[dict]
     state: dict
@@ -98,16 +99,16 @@ def _cast(project: Project, contract: dict, state: dict, outline: str) -> tuple[
     return cast, [{"slug": c.slug, "display_name": c.display_name, "status": c.status} for c in everyone]
 
 
-def _memory(project: Project, chapter: int) -> tuple[list[tuple[int, str]], list[str], int]:
-    """Summaries since the last archive (seed 002) and the live memory levels above them."""
+def _memory(project: Project, chapter: int) -> tuple[list[tuple[int, str]], list[dict], int]:
+    """Summaries since the last archive (seed 002) and the live memory levels above them, each held
+    to the size of what it covers (pipeline/memory.py)."""
     levels = list(ArchivedSummary.objects.filter(project=project, superseded=False, chapter_end__lt=chapter)
                   .order_by("chapter_start").values_list("level", "chapter_start", "chapter_end", "text"))
     archived_until = max((end for _level, _start, end, _text in levels), default=0)
     recent = list(ChapterSummary.objects.filter(project=project, chapter__number__gt=archived_until,
                                                 chapter__number__lt=chapter)
                   .order_by("-chapter__number").values_list("chapter__number", "text")[:RECENT_WINDOW])
-    labels = {"synopsis": "全书梗概", "volume": "卷摘要", "archive": "往事"}
-    memory = [f"[{labels[level]} 第{start}–{end}章] {text}" for level, start, end, text in levels]
+    memory = [{**slot.receipt(), "text": slot.text} for slot in levels_for_writer(levels)]
     return sorted(recent), memory, archived_until
 
 

@@ -88,7 +88,8 @@ def foreshadowing_tasks(project: Project, contract: dict, chapter: int, volume: 
     attention = foreshadowing_attention(project=project, as_of=chapter - 1)
     for item in [i for i in attention.overdue if i.fid not in named][:ATTENTION_KEPT]:
         tasks.append({"id": item.fid, "scope": item.scope, "status": item.status,
-                      "instruction": f"已超期（应在第{item.target_resolve_end}章前回收）：{_clip(item.description, DESCRIPTION_CHARS)}"})
+                      "instruction": f"已超期（应在第{item.target_resolve_end}章前回收）："
+                                     f"{_clip(item.description, DESCRIPTION_CHARS)}"})
     for dormant in [d for d in attention.dormant if d.foreshadowing.fid not in named][:ATTENTION_KEPT]:
         item = dormant.foreshadowing
         tasks.append({"id": item.fid, "scope": item.scope, "status": item.status,

@@ -204,3 +204,55 @@ def test_appearances_go_with_a_rolled_back_chapter_and_are_rebuilt_after_an_impo
 
     chapter.delete()
     assert not CharacterAppearance.objects.filter(project=sample_project).exists()
+
+
+# --- Memory levels sized to what they cover ------------------------------------------------------
+
+
+def test_a_level_covering_more_chapters_may_be_longer_up_to_a_bound():
+    from pipeline.memory import LEVEL_BASE_CHARS, LEVEL_MAX_CHARS, level_chars
+
+    assert level_chars(5) == LEVEL_BASE_CHARS
+    assert LEVEL_BASE_CHARS < level_chars(30) < level_chars(60) < level_chars(210) <= LEVEL_MAX_CHARS
+    assert level_chars(5000) == LEVEL_MAX_CHARS and level_chars(0) == LEVEL_BASE_CHARS
+
+
+def test_the_levels_together_stay_within_the_writers_memory_bound():
+    from pipeline.memory import MEMORY_MAX_CHARS, levels_for_writer
+
+    sentence = "林枫在第三章把玉佩交给了苏晚。"
+    levels = [("synopsis", 1, 900, sentence * 400), ("volume", 901, 930, sentence * 100),
+              ("volume", 931, 960, sentence * 100)] + [("archive", s, s + 4, sentence * 40) for s in (961, 966, 971)]
+    slots = levels_for_writer(levels)
+
+    assert sum(len(s.text) for s in slots) <= MEMORY_MAX_CHARS + len(slots)
+    assert [s.allowed for s in slots[3:]] == [400, 400, 400]  # the recent archives keep their size
+    assert slots[0].allowed > slots[1].allowed  # the synopsis stands for more chapters
+    assert all(s.text.endswith("。…") for s in slots)  # cut after a whole sentence
+    assert levels_for_writer([]) == []
+
+
+def test_the_consolidator_is_told_the_size_and_the_receipt_lists_every_level(sample_project):
+    from pipeline.llm.offline.writers import consolidate
+    from pipeline.memory import Consolidation, level_chars
+    from pipeline.stages import draft
+    from projects.services.memory import archived_summary_add
+    from tests.book_builder import commit_chapter
+
+    plan = Consolidation("synopsis", 1, 210, ["甲事。；乙事"] * 400, [])
+    assert plan.max_chars == level_chars(210)
+    summary = consolidate({"summaries": ["- 事" + str(i) for i in range(999)], "max_chars": 900}, None)["summary"]
+    assert 850 <= len(summary) <= 900
+
+    for number in (1, 2):
+        commit_chapter(sample_project, number, summary=f"第{number}章。")
+    archived_summary_add(project=sample_project, level="synopsis", chapter_start=1, chapter_end=1,
+                         text="很久以前的一件事。" * 100)
+    archived_summary_add(project=sample_project, level="archive", chapter_start=2, chapter_end=2, text="近事。")
+    ctx = chapter_context(sample_project, 3)
+
+    receipt = draft.memory_receipt(ctx.memory_levels)["memory_levels"]
+    assert [(m["level"], m["chapters"]) for m in receipt] == [("synopsis", [1, 1]), ("archive", [2, 2])]
+    assert receipt[0]["chars"] == 397 and receipt[1]["chars"] == 3  # whole sentences within 400
+    assert receipt[0]["stored_chars"] == 900 and receipt[0]["allowed"] == 400
+    assert "[全书梗概 第1–1章] 很久以前的一件事。" in draft.memory_text(ctx.memory_levels)

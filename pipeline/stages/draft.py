@@ -15,6 +15,19 @@ MIN_CHARS = 300  # shorter than this is not a chapter; ask again
 TITLE_LINE = re.compile(r"^#\s*(?:第\s*\d+\s*章)?\s*(.*)$")
 
 
+LEVEL_LABELS = {"synopsis": "全书梗概", "volume": "卷摘要", "archive": "往事"}
+
+
+def memory_text(levels: list[dict]) -> str:
+    return "\n".join(f"[{LEVEL_LABELS.get(m['level'], m['level'])} 第{m['chapters'][0]}–{m['chapters'][1]}章] {m['text']}"
+                     for m in levels)
+
+
+def memory_receipt(levels: list[dict]) -> dict:
+    """Every memory level the writer was given, with the chapters it covers and its size."""
+    return {"memory_levels": [{key: value for key, value in m.items() if key != "text"} for m in levels]}
+
+
 def _contract_text(contract: dict) -> str:
     """A character contract whole: its rule and its exceptions (never shortened)."""
     rule = str(contract.get("rule") or "")
@@ -31,7 +44,7 @@ def blocks(ctx: ChapterContext, required_fixes: list[str]) -> list[PromptBlock]:
         *system_blocks(ctx, ROLE),
         PromptBlock("blacklist", "system", "避免这些 AI 腔用语：" + "、".join(ctx.blacklist_top) if ctx.blacklist_top
                     else "", cacheable=True, priority=60),
-        data_block("memory-levels", "summary", "\n".join(ctx.memory_levels), priority=45, shrinkable=True),
+        data_block("memory-levels", "summary", memory_text(ctx.memory_levels), priority=45, shrinkable=True),
         data_block("recent-summaries", "summary", recent, priority=60, shrinkable=True),
         data_block("recall", "summary", recall, priority=55, shrinkable=True),
         data_block("storyline-memory", "summary", ctx.storyline_memory, priority=70),
@@ -65,7 +78,8 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
               "blacklist": ctx.blacklist_top, "required_fixes": revision}
     call = llm_call(claim, ctx, stage="draft", slice_=slice_, blocks=blocks(ctx, revision), template="draft.j2",
                     template_context={**slice_, "characters": slice_["characters"]}, tags=["thought", "chapter", "hints"],
-                    required_tags=["chapter"], on_text=on_text)
+                    required_tags=["chapter"], on_text=on_text,
+                    receipt_extra=memory_receipt(ctx.memory_levels))
     title, body = split_chapter(call.texts["chapter"], ctx.title)
     if len(body) < MIN_CHARS:
         raise LLMBadOutput(f"draft: the chapter has {len(body)} characters; expected a full chapter")

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from pipeline import memory
+from pipeline.memory import clip_at_sentence
 from pipeline.batch_end import StopReason, batch_end, batch_goes_on, stop_reason_of
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext
@@ -38,7 +39,9 @@ def _volume_range(ctx: ChapterContext) -> tuple[int, int | None]:
 
 
 def _consolidate(claim: Claim, ctx: ChapterContext, plan: memory.Consolidation):
-    slice_ = {"summaries": plan.texts, "level": plan.level}
+    # sized to what it covers (#18): the consolidator is told how long the level may be
+    slice_ = {"summaries": plan.texts, "level": plan.level, "max_chars": plan.max_chars,
+              "chapters": [plan.chapter_start, plan.chapter_end]}
     blocks = [PromptBlock("role", "system", "你负责压缩连载小说的记忆。", required=True, cacheable=True),
               data_block("summaries", "summary", "\n---\n".join(plan.texts), required=True)]
     call = llm_call(claim, ctx, stage="consolidate", slice_=slice_, blocks=blocks, template="consolidate.j2",
@@ -47,8 +50,8 @@ def _consolidate(claim: Claim, ctx: ChapterContext, plan: memory.Consolidation):
                     # recomputed, and a stored call must never answer for a different range
                     sequence=f"{plan.level}-{plan.chapter_start}-{plan.chapter_end}")
     archived_summary_add(project=ctx.project, level=plan.level, chapter_start=plan.chapter_start,
-                         chapter_end=plan.chapter_end, text=call.texts["summary"], volume_number=plan.volume_number,
-                         supersedes=plan.supersedes)
+                         chapter_end=plan.chapter_end, text=clip_at_sentence(call.texts["summary"], plan.max_chars),
+                         volume_number=plan.volume_number, supersedes=plan.supersedes)
     return call
 
 
