@@ -7,6 +7,7 @@ from projects.json_validation import validate_json
 from projects.models import ChapterContract, StoryState, Volume
 from projects.sample_project import _contract
 from projects.services.chapter_commit import StagedChapter, chapter_commit_story
+from projects.services.editing import story_object_create
 
 CHAPTERS_PER_VOLUME = 30
 
@@ -28,9 +29,9 @@ def plan_contracts(project, contracts: dict[int, dict]) -> None:
     """Replace the contracts of these chapters (volumes created as needed, 30 chapters each)."""
     volumes = {v.number: v for v in Volume.objects.filter(project=project)}
     for volume in sorted({(n - 1) // CHAPTERS_PER_VOLUME + 1 for n in contracts} - set(volumes)):
-        volumes[volume] = Volume.objects.create(project=project, number=volume, title=f"第{volume}卷",
-                                                storyline_schedule={"volume": volume,
-                                                                    "active_storylines": ["main-arc"]})
+        volumes[volume] = story_object_create(instance=Volume(
+            project=project, number=volume, title=f"第{volume}卷",
+            storyline_schedule={"volume": volume, "active_storylines": ["main-arc"]}), editor=None)
     for number, data in contracts.items():
         validate_json("CHAPTER_CONTRACT", data, label=f"chapter {number} contract")
     ChapterContract.objects.filter(project=project, chapter__in=list(contracts)).delete()

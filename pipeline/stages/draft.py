@@ -70,16 +70,22 @@ def split_chapter(text: str, fallback_title: str) -> tuple[str, str]:
     return fallback_title, text.strip()
 
 
-def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) -> StageOutcome:
-    revision = board.as_("skill").read_content("revision", "required_fixes") or []
+def prompt_parts(ctx: ChapterContext, required_fixes: list[str]) -> dict:
+    """What the draft's LLM call is built from: the slice, the blocks, the task template and its
+    context, and the receipt's extra (also for ``pipeline.prompt_preview``)."""
     objectives = [o.get("description", "") for o in ctx.objectives]
     slice_ = {"chapter": ctx.chapter, "title": ctx.title, "storyline_id": ctx.storyline_id,
               "characters": cast_slice(ctx), "objectives": objectives, "place": ctx.place, "target_chars": 3000,
-              "blacklist": ctx.blacklist_top, "required_fixes": revision}
-    call = llm_call(claim, ctx, stage="draft", slice_=slice_, blocks=blocks(ctx, revision), template="draft.j2",
-                    template_context={**slice_, "characters": slice_["characters"]}, tags=["thought", "chapter", "hints"],
-                    required_tags=["chapter"], on_text=on_text,
-                    receipt_extra=memory_receipt(ctx.memory_levels))
+              "blacklist": ctx.blacklist_top, "required_fixes": required_fixes}
+    return {"slice_": slice_, "blocks": blocks(ctx, required_fixes), "template": "draft.j2",
+            "template_context": {**slice_, "characters": slice_["characters"]},
+            "receipt_extra": memory_receipt(ctx.memory_levels)}
+
+
+def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) -> StageOutcome:
+    revision = board.as_("skill").read_content("revision", "required_fixes") or []
+    call = llm_call(claim, ctx, stage="draft", **prompt_parts(ctx, revision), tags=["thought", "chapter", "hints"],
+                    required_tags=["chapter"], on_text=on_text)
     title, body = split_chapter(call.texts["chapter"], ctx.title)
     if len(body) < MIN_CHARS:
         raise LLMBadOutput(f"draft: the chapter has {len(body)} characters; expected a full chapter")
