@@ -8,14 +8,14 @@ from __future__ import annotations
 import pytest
 
 from pipeline.context import chapter_context
-from projects.models import ChangeSource, ChapterContract
+from projects.models import ChangeSource, ChapterContract, StoryState
 from projects.services.story_state import story_state_apply_patch
 
 pytestmark = pytest.mark.django_db
 
 
 def _delta(project, chapter: int, ops: list[dict]) -> None:
-    version = project.story_state.__class__.objects.get(project=project).state_version
+    version = StoryState.objects.get(project=project).state_version
     story_state_apply_patch(project=project, delta={"chapter": chapter, "base_state_version": version,
                                                     "storyline_id": "main-arc", "ops": ops},
                             source=ChangeSource.IMPORT)
@@ -75,6 +75,18 @@ def test_a_long_history_keeps_the_planting_and_the_latest_events(sample_project)
 
     assert [e["chapter"] for e in task["history"]] == [1, 7, 8, 9, 10, 11]
     assert all(len(e.get("detail", "")) <= 80 for e in task["history"])
+
+
+def test_malformed_foreshadowing_in_a_hand_edited_contract_or_plan_gives_no_task_and_no_error(sample_project):
+    from projects.models import Volume
+
+    _contract_set(sample_project, 1, foreshadowing_updates=["ancient_prophecy"])
+    assert chapter_context(sample_project, 1).foreshadowing_tasks == []
+
+    Volume.objects.filter(project=sample_project, number=1).update(foreshadowing_plan={"items": "nonsense"})
+    _contract_set(sample_project, 1, foreshadowing_updates={"ancient_prophecy": "planted"})
+    assert chapter_context(sample_project, 1).foreshadowing_tasks == [
+        {"id": "ancient_prophecy", "instruction": "本章需要埋设此伏笔"}]
 
 
 # --- Profiles by section -------------------------------------------------------------------------
