@@ -268,3 +268,24 @@ def test_the_consolidator_is_told_the_size_and_the_receipt_lists_every_level(sam
     assert receipt[0]["chars"] == 397 and receipt[1]["chars"] == 3  # whole sentences within 400
     assert receipt[0]["stored_chars"] == 900 and receipt[0]["allowed"] == 400
     assert "[全书梗概 第1–1章] 很久以前的一件事。" in draft.memory_text(ctx.memory_levels)
+
+
+def test_the_migration_backfills_the_appearances_of_chapters_committed_before_it(sample_project):
+    import importlib
+
+    from django.apps import apps
+
+    from projects.models import CharacterAppearance
+    from tests.book_builder import commit_chapter, contract_of, plan_contracts
+
+    plan_contracts(sample_project, {1: contract_of(1, ["lin-feng", "chen-lao"]), 2: contract_of(2, ["lin-feng"])})
+    commit_chapter(sample_project, 1, summary="一。")
+    commit_chapter(sample_project, 2, summary="二。", ops=[{"op": "set", "path": "characters.zhao-ming.location",
+                                                          "value": "魔都"}])
+    written = set(CharacterAppearance.objects.values_list("chapter_number", "character_slug", "source"))
+    CharacterAppearance.objects.all().delete()  # as before the migration
+
+    importlib.import_module("projects.migrations.0006_character_appearances").backfill(apps, None)
+
+    assert set(CharacterAppearance.objects.values_list("chapter_number", "character_slug", "source")) == written
+    assert (2, "zhao-ming", "delta") in written
