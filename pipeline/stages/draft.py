@@ -13,12 +13,11 @@ ROLE = ("你是一名中文网络小说作者，为连载长篇写下一章。�
         "只用自然语言给出状态提示，正式状态变更由摘要员负责。")
 MIN_CHARS = 300  # shorter than this is not a chapter; ask again
 TITLE_LINE = re.compile(r"^#\s*(?:第\s*\d+\s*章)?\s*(.*)$")
-
-
 LEVEL_LABELS = {"synopsis": "全书梗概", "volume": "卷摘要", "archive": "往事"}
 
 
 def memory_text(levels: list[dict]) -> str:
+    """The memory levels as the writer reads them: what each stands for, then its text."""
     return "\n".join(f"[{LEVEL_LABELS.get(m['level'], m['level'])} 第{m['chapters'][0]}–{m['chapters'][1]}章] {m['text']}"
                      for m in levels)
 
