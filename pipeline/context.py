@@ -4,24 +4,27 @@ of queries, and selected so it stays bounded as the book grows (DESIGN §6, fact
 Selection instead of truncation: the contract's characters only (their state, profile and L2
 contracts), the current storyline's memory and its neighbours', the summaries since the last
 archive (seed 002) plus the memory levels above them, foreshadowing that is due or dormant, and
-for a character back after a long absence the summary of their last appearance.
+for a character back after a long absence the summary of their last real appearance
+(pipeline/recall.py).
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from pipeline.facts_recall import open_facts_for
+from pipeline.foreshadowing_tasks import foreshadowing_tasks
+from pipeline.memory import levels_for_writer
 from pipeline.plan_validation import outline_blocks, outline_value
+from pipeline.profile_sections import profile_for_writer
+from pipeline.recall import recall_returning
 from projects.models import ArchivedSummary, Character, ChapterSummary, Project
-from projects.selectors import foreshadowing_attention
 
 MAX_FALLBACK_CHARACTERS = 15  # facts §12: without contract characters, the first 15
 RECENT_WINDOW = 10  # seed 002: at most 10 unarchived summaries before consolidation
-ABSENCE_FOR_RECALL = 10  # chapters without a mention before the last appearance is recalled
 BLACKLIST_TOP = 10  # facts §12: ai_blacklist_top10
-FORESHADOW_VERBS = {"planted": "埋设", "advanced": "推进", "resolved": "回收"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,8 @@ class CastMember:
     profile: str
     contracts: list[dict]
     state: dict
+    named: bool = True  # named by the contract (False: one of the fallback characters)
+    writer_profile: str = ""  # the profile's sections the writer gets (pipeline/profile_sections.py)
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ class ChapterContext:
     storyline_memory: str
     adjacent_memories: dict[str, str]
     recent_summaries: list[tuple[int, str]]
-    memory_levels: list[str]
+    memory_levels: list[dict]  # level, chapters [start, end], text, chars, allowed, stored_chars
     recall: list[tuple[str, int, str]]  # (display_name, chapter, summary)
     foreshadowing_tasks: list[dict]
     state: dict
@@ -80,57 +85,33 @@ def outline_block(outline: str, chapter: int) -> tuple[str, str]:
     return block.strip(), title
 
 
-def _cast(project: Project, contract: dict, state: dict) -> tuple[list[CastMember], list[dict]]:
+def _cast(project: Project, contract: dict, state: dict, outline: str) -> tuple[list[CastMember], list[dict]]:
     everyone = list(project.characters.only("slug", "display_name", "status", "profile", "contracts"))
-    wanted = {key.lower() for key in ((contract.get("preconditions") or {}).get("character_states") or {})}
+    wanted = {str(key).lower() for key in ((contract.get("preconditions") or {}).get("character_states") or {})}
     chosen = [c for c in everyone if c.slug.lower() in wanted or c.display_name.lower() in wanted]
+    named = bool(chosen)
     if not chosen:
         chosen = [c for c in everyone if c.status == "active"][:MAX_FALLBACK_CHARACTERS]
     states = state.get("characters", {})
-    cast = [CastMember(c.slug, c.display_name, c.status, c.profile, c.contracts, states.get(c.slug, {}))
+    mentions = outline + json.dumps(contract, ensure_ascii=False)
+    cast = [CastMember(c.slug, c.display_name, c.status, c.profile, c.contracts, states.get(c.slug, {}), named,
+                       profile_for_writer(c.profile, named=named,
+                                          mentioned=c.display_name in mentions or c.slug in mentions))
             for c in chosen]
     return cast, [{"slug": c.slug, "display_name": c.display_name, "status": c.status} for c in everyone]
 
 
-def _memory(project: Project, chapter: int) -> tuple[list[tuple[int, str]], list[str], int]:
-    """Summaries since the last archive (seed 002) and the live memory levels above them."""
+def _memory(project: Project, chapter: int) -> tuple[list[tuple[int, str]], list[dict], int]:
+    """Summaries since the last archive (seed 002) and the live memory levels above them, each held
+    to the size of what it covers (pipeline/memory.py)."""
     levels = list(ArchivedSummary.objects.filter(project=project, superseded=False, chapter_end__lt=chapter)
                   .order_by("chapter_start").values_list("level", "chapter_start", "chapter_end", "text"))
     archived_until = max((end for _level, _start, end, _text in levels), default=0)
     recent = list(ChapterSummary.objects.filter(project=project, chapter__number__gt=archived_until,
                                                 chapter__number__lt=chapter)
                   .order_by("-chapter__number").values_list("chapter__number", "text")[:RECENT_WINDOW])
-    labels = {"synopsis": "全书梗概", "volume": "卷摘要", "archive": "往事"}
-    memory = [f"[{labels[level]} 第{start}–{end}章] {text}" for level, start, end, text in levels]
+    memory = [{**slot.receipt(), "text": slot.text} for slot in levels_for_writer(levels)]
     return sorted(recent), memory, archived_until
-
-
-def _recall(project: Project, cast: list[CastMember], recent: list[tuple[int, str]], chapter: int):
-    """Entity-indexed recall: a contract character missing from the recent summaries gets the
-    summary of their last appearance, if it is at least ABSENCE_FOR_RECALL chapters ago."""
-    recalled = []
-    for member in cast:
-        if any(member.display_name in text for _n, text in recent):
-            continue
-        last = (ChapterSummary.objects.filter(project=project, text__contains=member.display_name,
-                                              chapter__number__lt=chapter - ABSENCE_FOR_RECALL + 1)
-                .order_by("-chapter__number").values_list("chapter__number", "text").first())
-        if last:
-            recalled.append((member.display_name, last[0], last[1]))
-    return recalled
-
-
-def _foreshadowing_tasks(project: Project, contract: dict, chapter: int) -> list[dict]:
-    updates = (contract.get("postconditions") or {}).get("foreshadowing_updates") or {}
-    tasks = [{"id": fid, "instruction": f"本章需要{FORESHADOW_VERBS.get(status, status)}此伏笔"}
-             for fid, status in updates.items()]
-    attention = foreshadowing_attention(project=project, as_of=chapter - 1)
-    for item in attention.overdue[:5]:
-        tasks.append({"id": item.fid, "instruction": f"已超期（应在第{item.target_resolve_end}章前回收）：{item.description}"})
-    for dormant in attention.dormant[:5]:
-        item = dormant.foreshadowing
-        tasks.append({"id": item.fid, "instruction": f"已沉寂{dormant.chapters_since_last_update}章，轻点一笔：{item.description}"})
-    return tasks
 
 
 def _blacklist_words(blacklist: dict) -> list[str]:
@@ -145,7 +126,7 @@ def chapter_context(project: Project, chapter: int) -> ChapterContext:
     contract, volume = contract_row.data, contract_row.volume
     block, title = outline_block(volume.outline, chapter)
     state_row = project.story_state
-    cast, everyone = _cast(project, contract, state_row.data)
+    cast, everyone = _cast(project, contract, state_row.data, block)
     storyline_id = contract.get("storyline_id") or "main-arc"
     memories = dict(project.storylines.values_list("slug", "memory"))
     schedule_lines = [s if isinstance(s, str) else s.get("storyline_id")
@@ -166,8 +147,8 @@ def chapter_context(project: Project, chapter: int) -> ChapterContext:
         drift_directives=[d["directive"] for d in (drift or {}).get("drifts", [])][:3],
         storyline_memory=memories.get(storyline_id, ""),
         adjacent_memories={s: memories[s] for s in schedule_lines if s and s != storyline_id and memories.get(s)},
-        recent_summaries=recent, memory_levels=levels, recall=_recall(project, cast, recent, chapter),
-        foreshadowing_tasks=_foreshadowing_tasks(project, contract, chapter),
+        recent_summaries=recent, memory_levels=levels, recall=recall_returning(project, cast, chapter),
+        foreshadowing_tasks=foreshadowing_tasks(project, contract, chapter, volume),
         state=state_row.data, state_version=state_row.state_version, place=outline_value(block, "Location") or "",
         open_facts=open_facts_for(project, chapter, [c.slug for c in cast], ((contract.get("postconditions") or {})
                                   .get("foreshadowing_updates") or {}), storyline=storyline_id),
@@ -185,7 +166,7 @@ def all_blacklist_words(blacklist: dict) -> list[str]:
 # writes before commit changes it, and a person's edit of the state meanwhile is caught at commit
 # (stale base_state_version), which clears the snapshot so that summarize reads the new state.
 
-SNAPSHOT_VERSION = 2  # bump when ChapterContext changes shape: older snapshots are then rebuilt
+SNAPSHOT_VERSION = 3  # bump when ChapterContext changes shape: older snapshots are then rebuilt
 _TUPLE_LISTS = ("recent_summaries", "recall")
 
 

@@ -7,9 +7,19 @@
 
 ``due_consolidations`` is pure planning (which ranges, from which rows); the maintenance stage
 runs the LLM calls and stores the results through ``projects.services.memory``.
+
+Sized to what they cover (#18): a level that stands for more chapters may be longer
+(``level_chars``: 400 characters for 5 chapters, growing with the square root of the chapters
+covered, at most ``LEVEL_MAX_CHARS``), so events that by then live only in the book synopsis are
+not squeezed out of it; the consolidator is told its length, and the writer's context holds each
+level to it. All levels together stay within ``MEMORY_MAX_CHARS`` in the writer's prompt
+(``levels_for_writer``): the archives (recent, 5 chapters each) keep their size and the volume
+summaries and the synopsis share the rest in proportion to their own sizes.
 """
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
 from django.db.models import Max
@@ -20,6 +30,59 @@ ARCHIVE_TRIGGER = 10  # seed 002: latest − last archived ≥ 10
 ARCHIVE_SIZE = 5  # … archive the oldest 5
 VOLUME_SUMMARIES_KEPT = 2  # older volume summaries fold into the synopsis
 
+LEVEL_BASE_CHARS = 400  # an archive of ARCHIVE_SIZE chapters (seed 002's length)
+LEVEL_MAX_CHARS = 2000  # the longest level, however many chapters it stands for
+# all levels in the writer's prompt: about 5K estimator tokens of the writer's 12K (a CJK
+# character is about one token), of which the rest of the prompt uses about 3K
+MEMORY_MAX_CHARS = 5000
+_BREAK = re.compile(r"[。！？；!?;\n]")
+
+
+def level_chars(chapters: int) -> int:
+    """How long a memory level standing for ``chapters`` chapters may be."""
+    chapters = max(1, chapters)
+    return min(LEVEL_MAX_CHARS, max(LEVEL_BASE_CHARS, round(LEVEL_BASE_CHARS * math.sqrt(chapters / ARCHIVE_SIZE))))
+
+
+def clip_at_sentence(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, cut after the last sentence (or clause) that fits."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = max((m.end() for m in _BREAK.finditer(text, 0, limit)), default=0)
+    return (text[:cut] if cut >= limit // 2 else text[:limit - 1]).rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class LevelSlot:
+    """One live memory level as the writer gets it."""
+
+    level: str
+    chapter_start: int
+    chapter_end: int
+    text: str
+    allowed: int  # its length in the writer's prompt (level_chars, maybe shared down)
+    stored_chars: int  # its length as stored
+
+    def receipt(self) -> dict:
+        return {"level": self.level, "chapters": [self.chapter_start, self.chapter_end],
+                "chars": len(self.text), "allowed": self.allowed, "stored_chars": self.stored_chars}
+
+
+def levels_for_writer(levels: list[tuple[str, int, int, str]]) -> list[LevelSlot]:
+    """``(level, start, end, text)`` rows, oldest first, each held to its size; within
+    ``MEMORY_MAX_CHARS`` together (see the module's docstring)."""
+    allowed = [level_chars(end - start + 1) for _level, start, end, _text in levels]
+    wanted = [min(a, len(text.strip())) for a, (_l, _s, _e, text) in zip(allowed, levels)]
+    fixed = sum(w for w, (level, *_rest) in zip(wanted, levels) if level == "archive")
+    shared = sum(w for w, (level, *_rest) in zip(wanted, levels) if level != "archive")
+    room = max(0, MEMORY_MAX_CHARS - fixed)
+    if shared > room:
+        scale = room / shared
+        wanted = [w if level == "archive" else int(w * scale) for w, (level, *_rest) in zip(wanted, levels)]
+    return [LevelSlot(level, start, end, clip_at_sentence(text, w), w, len(text))
+            for w, (level, start, end, text) in zip(wanted, levels)]
+
 
 @dataclass(frozen=True)
 class Consolidation:
@@ -29,6 +92,11 @@ class Consolidation:
     texts: list[str]
     supersedes: list[int]
     volume_number: int | None = None
+
+    @property
+    def max_chars(self) -> int:
+        """The length the consolidator is given for this level."""
+        return level_chars(self.chapter_end - self.chapter_start + 1)
 
 
 def _live(project: Project, level: str):

@@ -53,6 +53,7 @@ class CallSpec:
     delta_header: Mapping[str, Any] | None = None  # chapter, base_state_version, storyline_id
     on_text: TextCallback | None = None
     count_tokens_with_api: bool = False  # ask the backend's real tokenizer too (anthropic only)
+    receipt_extra: Mapping[str, Any] = field(default_factory=dict)  # what the stage adds to its receipt
 
 
 @dataclass
@@ -76,6 +77,7 @@ class CallContext:
     def receipt(self) -> dict[str, Any]:
         counter = "anthropic_count_tokens" if self.api_input_tokens is not None else "estimator"
         receipt = self.assembled.receipt(token_counter=counter) if self.assembled else {"blocks": [], "trimmed": []}
+        receipt.update(self.spec.receipt_extra)
         if self.api_input_tokens is not None:
             receipt["api_input_tokens"] = self.api_input_tokens
         usage = self.result.usage.as_dict() if self.result else {}

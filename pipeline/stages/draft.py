@@ -11,18 +11,37 @@ from projects.filetree.chapter_heading import heading_title
 ROLE = ("你是一名中文网络小说作者，为连载长篇写下一章。严格遵守世界规则、人物契约和本章契约；"
         "只用自然语言给出状态提示，正式状态变更由摘要员负责。")
 MIN_CHARS = 300  # shorter than this is not a chapter; ask again
+LEVEL_LABELS = {"synopsis": "全书梗概", "volume": "卷摘要", "archive": "往事"}
+
+
+def memory_text(levels: list[dict]) -> str:
+    """The memory levels as the writer reads them: what each stands for, then its text."""
+    return "\n".join(f"[{LEVEL_LABELS.get(m['level'], m['level'])} 第{m['chapters'][0]}–{m['chapters'][1]}章] {m['text']}"
+                     for m in levels)
+
+
+def memory_receipt(levels: list[dict]) -> dict:
+    """Every memory level the writer was given, with the chapters it covers and its size."""
+    return {"memory_levels": [{key: value for key, value in m.items() if key != "text"} for m in levels]}
+
+
+def _contract_text(contract: dict) -> str:
+    """A character contract whole: its rule and its exceptions (never shortened)."""
+    rule = str(contract.get("rule") or "")
+    exceptions = [str(e) for e in (contract.get("exceptions") or []) if e]
+    return rule + ("（例外：" + "；".join(exceptions) + "）" if exceptions else "")
 
 
 def blocks(ctx: ChapterContext, required_fixes: list[str]) -> list[PromptBlock]:
-    cast = [{"id": c.slug, "name": c.display_name, "state": c.state, "profile": c.profile[:400],
-             "contracts": [k.get("rule") for k in c.contracts]} for c in ctx.cast]
+    cast = [{"id": c.slug, "name": c.display_name, "state": c.state, "profile": c.writer_profile,
+             "contracts": [_contract_text(k) for k in c.contracts if isinstance(k, dict)]} for c in ctx.cast]
     recent = "\n\n".join(f"第{n}章：{text}" for n, text in ctx.recent_summaries)
     recall = "\n".join(f"{name} 上次出场（第{n}章）：{text}" for name, n, text in ctx.recall)
     return [
         *system_blocks(ctx, ROLE),
         PromptBlock("blacklist", "system", "避免这些 AI 腔用语：" + "、".join(ctx.blacklist_top) if ctx.blacklist_top
                     else "", cacheable=True, priority=60),
-        data_block("memory-levels", "summary", "\n".join(ctx.memory_levels), priority=45, shrinkable=True),
+        data_block("memory-levels", "summary", memory_text(ctx.memory_levels), priority=45, shrinkable=True),
         data_block("recent-summaries", "summary", recent, priority=60, shrinkable=True),
         data_block("recall", "summary", recall, priority=55, shrinkable=True),
         data_block("storyline-memory", "summary", ctx.storyline_memory, priority=70),
@@ -50,14 +69,21 @@ def split_chapter(text: str, fallback_title: str) -> tuple[str, str]:
     return fallback_title, text.strip()
 
 
-def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) -> StageOutcome:
-    revision = board.as_("skill").read_content("revision", "required_fixes") or []
+def prompt_parts(ctx: ChapterContext, required_fixes: list[str]) -> dict:
+    """What the draft's LLM call is built from: the slice, the blocks, the task template and its
+    context, and the receipt's extra (also for ``pipeline.prompt_preview``)."""
     objectives = [o.get("description", "") for o in ctx.objectives]
     slice_ = {"chapter": ctx.chapter, "title": ctx.title, "storyline_id": ctx.storyline_id,
               "characters": cast_slice(ctx), "objectives": objectives, "place": ctx.place, "target_chars": 3000,
-              "blacklist": ctx.blacklist_top, "required_fixes": revision}
-    call = llm_call(claim, ctx, stage="draft", slice_=slice_, blocks=blocks(ctx, revision), template="draft.j2",
-                    template_context={**slice_, "characters": slice_["characters"]}, tags=["thought", "chapter", "hints"],
+              "blacklist": ctx.blacklist_top, "required_fixes": required_fixes}
+    return {"slice_": slice_, "blocks": blocks(ctx, required_fixes), "template": "draft.j2",
+            "template_context": {**slice_, "characters": slice_["characters"]},
+            "receipt_extra": memory_receipt(ctx.memory_levels)}
+
+
+def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) -> StageOutcome:
+    revision = board.as_("skill").read_content("revision", "required_fixes") or []
+    call = llm_call(claim, ctx, stage="draft", **prompt_parts(ctx, revision), tags=["thought", "chapter", "hints"],
                     required_tags=["chapter"], on_text=on_text)
     title, body = split_chapter(call.texts["chapter"], ctx.title)
     if len(body) < MIN_CHARS:

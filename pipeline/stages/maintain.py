@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import Max
 
 from pipeline import memory
+from pipeline.memory import clip_at_sentence
 from pipeline.batch_end import StopReason, batch_end, batch_goes_on, stop_reason_of
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext
@@ -51,7 +52,10 @@ def _open_facts(ctx: ChapterContext, plan: memory.Consolidation) -> list[str]:
 
 
 def _consolidate(claim: Claim, ctx: ChapterContext, plan: memory.Consolidation):
-    slice_ = {"summaries": plan.texts, "level": plan.level, "open_facts": _open_facts(ctx, plan)}
+    # sized to what it covers (#18): the consolidator is told how long the level may be, and the
+    # facts still open in these chapters, which it must keep
+    slice_ = {"summaries": plan.texts, "level": plan.level, "max_chars": plan.max_chars,
+              "chapters": [plan.chapter_start, plan.chapter_end], "open_facts": _open_facts(ctx, plan)}
     blocks = [PromptBlock("role", "system", "你负责压缩连载小说的记忆。", required=True, cacheable=True),
               data_block("summaries", "summary", "\n---\n".join(plan.texts), required=True)]
     call = llm_call(claim, ctx, stage="consolidate", slice_=slice_, blocks=blocks, template="consolidate.j2",
@@ -60,8 +64,8 @@ def _consolidate(claim: Claim, ctx: ChapterContext, plan: memory.Consolidation):
                     # recomputed, and a stored call must never answer for a different range
                     sequence=f"{plan.level}-{plan.chapter_start}-{plan.chapter_end}")
     archived_summary_add(project=ctx.project, level=plan.level, chapter_start=plan.chapter_start,
-                         chapter_end=plan.chapter_end, text=call.texts["summary"], volume_number=plan.volume_number,
-                         supersedes=plan.supersedes)
+                         chapter_end=plan.chapter_end, text=clip_at_sentence(call.texts["summary"], plan.max_chars),
+                         volume_number=plan.volume_number, supersedes=plan.supersedes)
     return call
 
 

@@ -54,6 +54,7 @@ from projects.models import (
     WorldRule,
 )
 from projects.services.facts import story_facts_from_json
+from projects.services.appearances import character_appearances_rebuild
 from projects.slugs import slug_not_available_message, slug_unavailable_message
 from projects.state_ops import empty_state
 from projects.text_stats import count_chars
@@ -135,6 +136,7 @@ def _write(tree: ParsedTree, slug: str, owner: AbstractBaseUser | None) -> Proje
     _chapters(project, tree, volumes, {line.slug: line for line in lines}, history)
     _state(project, tree)
     _foreshadowing(project, tree)
+    character_appearances_rebuild(project=project)  # where the characters were (#18), from contracts and deltas
     ArchivedSummary.objects.bulk_create([ArchivedSummary(project=project, **a) for a in tree.archives])
     bulk_create_with_history(story_facts_from_json(project, tree.facts), StoryFact, **history)
     unbound = [f["id"] for f in tree.facts if set(f.get("characters") or []) - set(tree.characters)]

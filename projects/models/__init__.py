@@ -1,9 +1,11 @@
 from projects.models.base import CanonStatus, EditVersioned
 from projects.models.chapters import (
+    AppearanceSource,
     ArchivedSummary,
     Chapter,
     ChapterLog,
     ChapterSummary,
+    CharacterAppearance,
     Evaluation,
     GateDecision,
     MemoryLevel,
@@ -38,3 +40,4 @@ __all__ = [
     "StateChange", "STATUS_RANK", "StoryFact", "StoryState", "Storyline", "StorylineScope", "StorylineStatus", "Volume",
     "VolumePipelineStage", "VolumeStateSnapshot", "VolumeStatus", "WorldDoc", "WorldRule",
 ]
+__all__ += ["AppearanceSource", "CharacterAppearance"]

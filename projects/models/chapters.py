@@ -137,3 +137,30 @@ class ChapterLog(models.Model):
 
     def __str__(self) -> str:
         return f"log of chapter {self.chapter_id}"
+
+
+class AppearanceSource(models.TextChoices):
+    CONTRACT = "contract"  # named by the chapter's contract (its cast)
+    DELTA = "delta"  # an applied state op on characters.<slug>… in the chapter's delta
+    LEDGER = "ledger"  # a fact of the facts ledger about the character (added by the ledger)
+
+
+class CharacterAppearance(models.Model):
+    """Where a character really was in the story: one row per committed chapter, character and
+    source. The writer's recall of a returning character reads the latest of these, not the
+    latest summary that happens to contain the name (#18). Goes with its chapter (cascade)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="character_appearances")
+    chapter = models.ForeignKey(Chapter, on_delete=models.CASCADE, related_name="appearances")
+    chapter_number = models.PositiveIntegerField()  # the chapter's number, for the index
+    character_slug = models.CharField(max_length=60)
+    source = models.CharField(max_length=10, choices=AppearanceSource)
+
+    class Meta:
+        ordering = ["project", "chapter_number", "character_slug"]
+        constraints = [models.UniqueConstraint(fields=["chapter", "character_slug", "source"],
+                                               name="appearance_unique")]
+        indexes = [models.Index(fields=["project", "character_slug", "chapter_number"], name="appearance_last_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.character_slug} in chapter {self.chapter_number} ({self.source})"

@@ -15,6 +15,7 @@ from projects.lock_objects import project_lock_id, storyline_lock
 from projects.models import (
     ChangeSource,
     Chapter,
+    ChapterContract,
     ChapterLog,
     ChapterSummary,
     Evaluation,
@@ -24,6 +25,7 @@ from projects.models import (
     Volume,
 )
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
+from projects.services.appearances import character_appearances_add, character_appearances_record
 from projects.services.facts import story_facts_apply_commit
 from projects.services.story_state import story_state_apply_patch_locked
 
@@ -86,6 +88,8 @@ def chapter_commit_story_locked(*, project: Project, staged: StagedChapter) -> C
     chapter.save()
     ChapterSummary.objects.create(project=project, chapter=chapter, storyline_slug=staged.storyline_slug,
                                   text=staged.summary)
+    contract = ChapterContract.objects.filter(project=project, chapter=staged.number).values_list("data", flat=True)
+    character_appearances_record(project=project, chapter=chapter, contract=contract.first(), delta=staged.delta)
     if storyline is not None and staged.memory is not None:
         # facts §7.4 / §15.3: the memory file is overwritten (the CLI's refusal is a bug)
         storyline.memory, storyline.version = staged.memory[:STORYLINE_MEMORY_MAX_CHARS], storyline.version + 1
@@ -98,6 +102,9 @@ def chapter_commit_story_locked(*, project: Project, staged: StagedChapter) -> C
                                           storyline_slug=staged.storyline_slug, facts=staged.facts)
         for note in ledger.notes:
             log.info("project %s chapter %s: facts ledger: %s", project.pk, staged.number, note)
+        # the characters a fact of this chapter binds were in it (recall by appearance, #18)
+        bound = {slug for fact in [*ledger.created, *ledger.closed] for slug in fact.characters or []}
+        character_appearances_add(project=project, chapter=chapter, slugs=sorted(bound), source="ledger")
     checkpoint = {"last_completed_chapter": max(project.last_completed_chapter, staged.number),
                   "pipeline_stage": PipelineStage.COMMITTED, "inflight_chapter": None, "revision_count": 0,
                   "hook_fix_count": 0, "title_fix_count": 0, "orchestrator_state": OrchestratorState.WRITING,

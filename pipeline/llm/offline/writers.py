@@ -15,7 +15,7 @@ Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices ea
 - ``plan`` / ``quickstart:f0``: volume, chapter_start, chapter_end, storylines [slug], characters,
   previous_state_keys [slug]; answers ``outline``, ``schedule``, ``foreshadowing``,
   ``new_characters`` and ``contracts`` that pass the facts §6 validation.
-- ``consolidate``: summaries [text], open_facts [line]; answers ``summary`` (keeping the open facts).
+- ``consolidate``: summaries [text], max_chars, open_facts [line]; answers ``summary`` (keeping the open facts).
 - ``quickstart:world`` (brief, genre, platform) / ``quickstart:characters`` and ``weave`` (brief,
   rules, and for weaving ``wanted`` [{name, role, brief, first_chapter}]) / ``quickstart:style``;
   ``review`` (volume, chapter_range).
@@ -194,12 +194,23 @@ def plan(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
 
 
 def consolidate(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
-    events = []
+    """The events of the summaries (their ``- `` lines; a consolidated text's clauses), whole,
+    as many as fit the level's ``max_chars``."""
+    limit = slice_.get("max_chars") if isinstance(slice_.get("max_chars"), int) else 400
+    events: list[str] = []
     for text in slice_.get("summaries", []):
-        events += [line.lstrip("- ") for line in text.splitlines() if line.startswith("- ")
+        bullets = [line.lstrip("- ") for line in text.splitlines() if line.startswith("- ")
                    and "storyline_id" not in line]
-    kept = [f"仍有效：{line}" for line in slice_.get("open_facts") or []]  # told to keep them: it does
-    return {"summary": "；".join(kept + events)[:400] or "（无事发生）"}
+        events += bullets or [part for part in text.split("；") if part.strip() and part != "（无事发生）"]
+    # told to keep the facts still open: it does, first, then the events as many as fit
+    events = [f"仍有效：{line}" for line in slice_.get("open_facts") or []] + events
+    kept, size = [], 0
+    for event in dict.fromkeys(e.strip() for e in events if e.strip()):
+        if size + len(event) + 1 > limit:
+            break
+        kept.append(event)
+        size += len(event) + 1
+    return {"summary": "；".join(kept) or "（无事发生）"}
 
 
 def world(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
