@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from projects.api.pagination import cursor_by, paginated
 from projects.api.strict import StrictInput
-from projects.models import GenreDriveType, Project
+from projects.models import GenreDriveType, Project, TargetPlatform
 from projects.models.project import BRIEF_MAX_CHARS
 from projects.permissions import Action
 from projects.selectors import project_access_for_member, projects_for_user
@@ -37,7 +37,7 @@ class ProjectDetailApi(APIView):
         title = serializers.CharField(required=False, max_length=200)
         brief = serializers.CharField(required=False, allow_blank=True, max_length=BRIEF_MAX_CHARS * 4)
         genre = serializers.CharField(required=False, allow_blank=True, max_length=40)
-        target_platform = serializers.CharField(required=False, allow_blank=True, max_length=40)
+        target_platform = serializers.ChoiceField(required=False, allow_blank=True, choices=TargetPlatform.choices)
         genre_drive_type = serializers.ChoiceField(required=False, allow_blank=True, choices=GenreDriveType.choices)
         autopilot_enabled = serializers.BooleanField(required=False)
         autopilot_chapters_per_night = serializers.IntegerField(required=False, min_value=0, max_value=50)
@@ -79,7 +79,7 @@ class ProjectListCreateApi(APIView):
         brief = serializers.CharField(required=False, allow_blank=True, max_length=BRIEF_MAX_CHARS * 4,
                                       help_text="≤1000 字 (whitespace not counted).")
         genre = serializers.CharField(required=False, allow_blank=True, max_length=40)
-        target_platform = serializers.CharField(required=False, allow_blank=True, max_length=40)
+        target_platform = serializers.ChoiceField(required=False, allow_blank=True, choices=TargetPlatform.choices)
         genre_drive_type = serializers.ChoiceField(required=False, allow_blank=True, choices=GenreDriveType.choices)
 
     @extend_schema(responses=ProjectListOutput(many=True))

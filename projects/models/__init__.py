@@ -14,6 +14,7 @@ from projects.models.project import (
     CHECKPOINT_FIELDS,
     ExtraFile,
     GenreDriveType,
+    TargetPlatform,
     Membership,
     OrchestratorState,
     PipelineStage,
@@ -30,7 +31,7 @@ from projects.models.world import ConstraintType, ResearchNote, WorldDoc, WorldR
 __all__ = [
     "ArchivedSummary", "CanonStatus", "ChangeSource", "Chapter", "ChapterContract", "ChapterLog", "ChapterSummary",
     "Character", "CharacterStatus", "CHECKPOINT_FIELDS", "ConstraintType", "EditVersioned", "Evaluation",
-    "ExtraFile", "Foreshadowing", "ForeshadowingEvent", "GateDecision", "GenreDriveType", "Membership",
+    "ExtraFile", "Foreshadowing", "ForeshadowingEvent", "GateDecision", "GenreDriveType", "Membership", "TargetPlatform",
     "MemoryLevel", "OrchestratorState", "PipelineStage", "Project", "QuickstartPhase", "ResearchNote", "Role",
     "StateChange", "STATUS_RANK", "StoryState", "Storyline", "StorylineScope", "StorylineStatus", "Volume",
     "VolumePipelineStage", "VolumeStateSnapshot", "VolumeStatus", "WorldDoc", "WorldRule",
