@@ -829,6 +829,7 @@ NOVELSITE_PROJECT: Schema = {  # novelsite/project.json: Novelsite's extension o
         "chapter_storylines": {"type": "object", "propertyNames": {"pattern": r"^[1-9]\d*$"},
                                "additionalProperties": {"type": ["string", "null"]}},
         "inactive_style_drift": {"anyOf": [STYLE_DRIFT, {"type": "null"}]},
+        "platform_profile": {"type": ["object", "null"]},  # checked in full by projects.platforms.profiles
     },
     "required": ["format"],
 }

@@ -14,7 +14,7 @@ from typing import Any
 from django.utils.dateparse import parse_datetime
 
 from projects.evaluations import chapter_log_columns, evaluation_columns
-from projects.filetree import paths
+from projects.filetree import paths, platform_files
 from projects.filetree.canonical import decode_exact, load_json, load_json_lines, load_text
 from projects.filetree.errors import TreeError
 from projects.filetree.source import TreeSource
@@ -68,6 +68,10 @@ class ParsedTree:
     warnings: list[str] = field(default_factory=list)
     volume_spellings: dict[int, str] = field(default_factory=dict)  # vol-01 vs vol-001
     replayed_state: dict | None = None  # the changelog applied from the empty state
+    platform_profile: dict | None = None  # the four platform files (projects.filetree.platform_files)
+    genre_weight_profiles: dict | None = None
+    golden_chapter_gates: dict | None = None
+    platform_writing_guide: str = ""
 
 
 def _valid(schema_name: str, value: Any, path: str) -> Any:
@@ -124,6 +128,7 @@ def _json_setting(attribute: str, schema: str):
 
 def _novelsite_project(tree, match, path, data):
     tree.project = _valid("NOVELSITE_PROJECT", load_json(data, path), path)
+    platform_files.check_platform_profile_in_project_file(tree, path)
 
 
 def _research(tree, match, path, data):
@@ -326,6 +331,7 @@ HANDLERS: list[tuple[re.Pattern | str, Callable]] = [
     (paths.AI_BLACKLIST, _json_setting("ai_blacklist", "AI_BLACKLIST")),
     (paths.STYLE_DRIFT, _json_setting("style_drift", "STYLE_DRIFT")),
     (paths.NOVELSITE_PROJECT, _novelsite_project),
+    *platform_files.HANDLERS,
     (paths.NOVELSITE_ARCHIVES, _archives),
     (paths.RESEARCH_RE, _research),
     (paths.WORLD_RULES, _world_rules),

@@ -170,7 +170,7 @@ class Project(models.Model):
                 continue
             problems = problems_of(value)
             if problems:
-                errors[name] = [f"{name}: {problem}" for problem in problems]
+                errors[name] = problems
         if errors:
             raise ValidationError(errors)
 
