@@ -109,3 +109,21 @@ def test_a_project_without_platform_says_so_on_the_dashboard(make_user):
     plain = project_create(owner=None, slug="plain", title="书")
     page = member_client(plain, make_user, "viewer").get(reverse("dashboard", args=[plain.slug])).content.decode()
     assert "未选择" in page
+
+
+def test_the_api_takes_only_writing_platforms_and_a_new_one_brings_its_profile(project, make_user):
+    from rest_framework.test import APIClient
+
+    from projects.models import Membership, Role
+
+    owner = make_user("api-owner", staff=False)
+    Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    client = APIClient()
+    client.force_authenticate(owner)
+    url = reverse("api-project-detail", args=[project.slug])
+    refused = client.patch(url, {"target_platform": "xiaohongshu"}, format="json")
+    assert refused.status_code == 400 and "target_platform" in refused.json()["extra"]["fields"]
+    assert client.patch(url, {"target_platform": "jinjiang"}, format="json").status_code == 200
+    project.refresh_from_db()
+    assert project.platform_profile["platform"] == "jinjiang"
+    assert platform_limits(project)["hook_policy"]["allowed_types"] == ["emotional_cliff", "question", "next_objective"]
