@@ -163,3 +163,26 @@ def test_weights_that_cannot_be_normalised_are_refused():
     assert any("add up to 0" in p for p in genre_weight_profiles_problems(tables))
     tables["profiles"]["plot:v1"]["weights"] = {"plot_logic": 1, "charm": 1}
     assert genre_weight_profiles_problems(tables)
+
+
+@pytest.mark.parametrize("brief, platform, genre", [
+    ("# 创作纲领\n\n- **题材**：玄幻\n- **平台**：qidian\n", "qidian", "xuanhuan"),
+    ("- **题材**：悬疑推理\n- **平台**：番茄小说\n", "fanqie", "xuanyi"),
+    ("- **题材**：romance\n- **发布平台**：tomato\n", "fanqie", "yanqing"),
+    ("- **题材**：{genre}\n- **平台**：{platform}\n", "", ""),  # the template's placeholders: nothing chosen
+    ("一段没有字段的简介。", "", ""),
+])
+def test_platform_and_genre_come_from_the_brief(brief, platform, genre):
+    from projects.platforms.genres import genre_from_brief
+    from projects.platforms.profiles import platform_from_brief
+
+    assert (platform_from_brief(brief), genre_from_brief(brief)) == (platform, genre)
+
+
+def test_the_quick_start_question_defaults_to_what_the_brief_says():
+    from pipeline.stages.quickstart import binding_question
+
+    project = _project(brief="- **题材**：言情\n- **平台**：晋江\n")
+    questions = {q["id"]: q for q in binding_question(project)["questions"]}
+    assert questions["platform"]["default"] == "jinjiang" and questions["genre"]["default"] == "yanqing"
+    assert [o["label"] for o in questions["platform"]["options"]] == ["qidian", "fanqie", "jinjiang", "general"]

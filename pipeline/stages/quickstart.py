@@ -28,6 +28,8 @@ from pipeline.stages.judge import platform_slice
 from pipeline.stages.plan import characters_from_call, plan_data, plan_files, plan_from_call, staged_plan
 from projects.lock_objects import project_lock
 from projects.models import OrchestratorState, Project
+from projects.platforms.genres import genre_from_brief
+from projects.platforms.profiles import platform_from_brief
 from projects.services.platforms import project_platform_bind
 from projects.services.quickstart import StagedQuickstart, quickstart_commit
 
@@ -51,9 +53,12 @@ def binding_question(project: Project) -> dict[str, Any]:
                     "options": [{"label": label, "description": description} for label, description in options],
                     "allow_other": True}
         return {**question, "default": current} if current in labels else question
+    # the defaults: what the project has, else what its brief says (issue #17 §1)
+    platform = project.target_platform or platform_from_brief(project.brief)
+    genre = project.genre or genre_from_brief(project.brief)
     return {"version": 1, "topic": "init.platform_binding", "questions": [
-        choice("platform", "发布平台", "这部小说发在哪个平台？", PLATFORMS, project.target_platform),
-        choice("genre", "类型", "这部小说是什么类型？", GENRES, project.genre)]}
+        choice("platform", "发布平台", "这部小说发在哪个平台？", PLATFORMS, platform),
+        choice("genre", "类型", "这部小说是什么类型？", GENRES, genre)]}
 
 
 @transaction.atomic(durable=True)

@@ -27,6 +27,7 @@ from projects.platforms.profiles import (
     default_writing_guide,
     genre_weight_profiles_problems,
     golden_chapter_gates_problems,
+    platform_from_brief,
     platform_profile_problems,
 )
 
@@ -132,13 +133,14 @@ def check_platform_profile_in_project_file(tree, path: str) -> None:
 def platform_fields(tree) -> dict[str, Any]:
     """The project's platform and genre fields from an imported tree: ``novelsite/project.json``
     first, then ``platform-profile.json`` (a tree made by ``novel init --platform``), then the
-    brief's 题材 line for the genre."""
+    brief's 平台 and 题材 lines."""
     meta = tree.project
     profile = tree.platform_profile or meta.get("platform_profile")
     stated = meta.get("target_platform", "")
     platform = canonical_platform(stated) or (canonical_platform(profile.get("platform")) if profile else "")
     if stated and not platform:  # an old export's promotion site or typo: not a writing platform
         platform = "general"
+    platform = platform or platform_from_brief(tree.brief)
     drive = meta.get("genre_drive_type") or ((profile or {}).get("scoring") or {}).get("genre_drive_type", "")
     if drive not in GenreDriveType.values:
         if drive:

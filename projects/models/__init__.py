@@ -14,13 +14,13 @@ from projects.models.project import (
     CHECKPOINT_FIELDS,
     ExtraFile,
     GenreDriveType,
-    TargetPlatform,
     Membership,
     OrchestratorState,
     PipelineStage,
     Project,
     QuickstartPhase,
     Role,
+    TargetPlatform,
     VolumePipelineStage,
 )
 from projects.models.state import ChangeSource, StateChange, StoryState, VolumeStateSnapshot
@@ -31,8 +31,9 @@ from projects.models.world import ConstraintType, ResearchNote, WorldDoc, WorldR
 __all__ = [
     "ArchivedSummary", "CanonStatus", "ChangeSource", "Chapter", "ChapterContract", "ChapterLog", "ChapterSummary",
     "Character", "CharacterStatus", "CHECKPOINT_FIELDS", "ConstraintType", "EditVersioned", "Evaluation",
-    "ExtraFile", "Foreshadowing", "ForeshadowingEvent", "GateDecision", "GenreDriveType", "Membership", "TargetPlatform",
+    "ExtraFile", "Foreshadowing", "ForeshadowingEvent", "GateDecision", "GenreDriveType", "Membership",
     "MemoryLevel", "OrchestratorState", "PipelineStage", "Project", "QuickstartPhase", "ResearchNote", "Role",
+    "TargetPlatform",
     "StateChange", "STATUS_RANK", "StoryState", "Storyline", "StorylineScope", "StorylineStatus", "Volume",
     "VolumePipelineStage", "VolumeStateSnapshot", "VolumeStatus", "WorldDoc", "WorldRule",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,20 @@ def canonical_platform(value: Any) -> str:
     text = str(value or "").strip().lower()
     text = PLATFORM_ALIASES.get(text, text)
     return text if text in PLATFORM_IDS else ""
+
+
+PLATFORM_NAMES = {"起点": "qidian", "番茄": "fanqie", "晋江": "jinjiang", "通用": "general"}
+PLATFORM_LINE_RE = re.compile(r"^\s*[-*]\s*\*\*(?:平台|发布平台)\*\*\s*[：:]\s*(.+?)\s*$", re.MULTILINE)
+
+
+def platform_from_brief(brief: str) -> str:
+    """The platform a brief names on a ``- **平台**：…`` line (the brief template's {platform},
+    facts §10.16), by id or Chinese name; ``""`` when it names none Novelsite knows."""
+    found = PLATFORM_LINE_RE.search(brief or "")
+    if not found:
+        return ""
+    text = found[1].strip().strip("`")
+    return canonical_platform(text) or next((code for name, code in PLATFORM_NAMES.items() if name in text), "")
 
 
 def default_platform_profile(platform: str) -> dict[str, Any]:
