@@ -20,6 +20,7 @@ from pipeline.platform_gate import (
     platform_review,
 )
 from pipeline.runs import chapter_run_start
+from projects.filetree.export import tree_files
 from projects.models import Evaluation, Project
 from projects.platforms.limits import scoring_weights
 from projects.schemas import SCORE_DIMENSIONS
@@ -201,6 +202,13 @@ def test_a_chapter_without_a_hook_goes_back_to_the_writer_with_the_hook_fix(monk
     used = stored.get("eval_used", stored)
     assert used["hook"]["present"] is True and used["golden_chapter_gates"]["passed"] is True
     assert used["platform"] == "qidian" and abs(sum(used["scoring_weights"].values()) - 1) < 1e-3
+    # the exported tree carries what the original tool's validate and commit check (facts §7.1, §10.11)
+    tree = dict(tree_files(Project.objects.get(pk=project.pk)))
+    exported = json.loads(tree["evaluations/chapter-001-eval.json"])
+    assert json.loads(tree["platform-profile.json"])["hook_policy"]["required"] is True
+    policy = json.loads(tree["platform-profile.json"])["hook_policy"]
+    assert hook_field_problems(exported) == [] and hook_failures(exported, policy) == []
+    assert len(exported.get("eval_used", exported)["hook"]["evidence"]) <= 120
 
 
 @pytest.mark.django_db(transaction=True)
