@@ -119,18 +119,20 @@ def golden_gates_evaluate(evaluation: Mapping[str, Any], gates: Sequence[Mapping
     for gate in gates:
         gate_id, threshold = gate["id"], gate.get("threshold") or {}
         judged = judge_checks.get(gate_id) or {}
+        wanted = str(gate["requirement"]).rstrip("。")
         value = _metric(evaluation, threshold.get("metric", "")) if threshold else None
         if value is not None and threshold.get("operator") in _OPERATORS:
             ok = _OPERATORS[threshold["operator"]](value, float(threshold["value"]))
             status = "pass" if ok else "fail"
-            detail = f"{threshold['metric']} = {value:g}（要求 {threshold['operator']} {threshold['value']}）"
+            detail = f"{wanted}：评分 {value:g}"
         elif judged.get("status") in ("pass", "fail", "failed", "violation"):
             status = "pass" if judged["status"] == "pass" else "fail"
-            detail = str(judged.get("detail") or "")
+            said = str(judged.get("detail") or "").strip()
+            detail = f"{wanted}：{said}" if said and not said.startswith(wanted) else (said or wanted)
         else:
             status, detail = "pass", ""
             warnings.append(f"the judge did not report golden gate {gate_id}")
-        checks.append({"id": gate_id, "status": status, "detail": detail or gate["requirement"],
+        checks.append({"id": gate_id, "status": status, "detail": detail or wanted,
                        "evidence": str(judged.get("evidence") or "")[:HOOK_EVIDENCE_MAX_CHARS]})
     failed = [c["id"] for c in checks if c["status"] == "fail"]
     return {"activated": True, "platform": platform, "genre": genre, "chapter": chapter, "passed": not failed,
@@ -140,8 +142,14 @@ def golden_gates_evaluate(evaluation: Mapping[str, Any], gates: Sequence[Mapping
 def golden_fixes(golden: Mapping[str, Any], gates: Sequence[Mapping[str, Any]]) -> list[str]:
     """One Chinese instruction per failed golden-chapter gate."""
     requirement = {gate["id"]: gate["requirement"] for gate in gates}
-    return [f"黄金三章要求未达到：{requirement.get(c['id'], c['id'])}（{c['detail']}）"
-            for c in golden.get("checks", []) if c.get("status") == "fail"]
+    fixes = []
+    for check in golden.get("checks", []):
+        if check.get("status") != "fail":
+            continue
+        wanted, detail = str(requirement.get(check["id"], check["id"])).rstrip("。"), check.get("detail") or ""
+        fixes.append(f"黄金三章要求未达到：{detail}" if detail.startswith(wanted) else
+                     f"黄金三章要求未达到：{wanted}（{detail}）")
+    return fixes
 
 
 def platform_review(evaluation: dict[str, Any], project: Project, chapter: int) -> list[str]:

@@ -8,6 +8,7 @@ import json
 import random
 
 import pytest
+from django.urls import reverse
 
 from pipeline.gate import GateSettings, decide, recompute_overall
 from pipeline.llm.offline.writers import WRITERS
@@ -26,6 +27,7 @@ from projects.platforms.limits import scoring_weights
 from projects.schemas import SCORE_DIMENSIONS
 from projects.services.platforms import project_platform_update
 from projects.services.projects import project_create
+from tests.conftest import member_client
 from tests.test_pipeline import backend_calls, project_with_contracts  # noqa: F401 (a fixture)
 from tests.test_platform_tree import init_qidian_tree
 from tests.test_filetree import import_files
@@ -177,7 +179,8 @@ def test_the_offline_judge_answers_within_the_policy_and_its_own_golden_verdicts
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_chapter_without_a_hook_goes_back_to_the_writer_with_the_hook_fix(monkeypatch, backend_calls, eager):  # noqa: F811
+def test_a_chapter_without_a_hook_goes_back_to_the_writer_with_the_hook_fix(monkeypatch, backend_calls, eager,  # noqa: F811
+                                                                             make_user):
     real_judge = WRITERS["judge"]
     judged = []
 
@@ -209,6 +212,11 @@ def test_a_chapter_without_a_hook_goes_back_to_the_writer_with_the_hook_fix(monk
     policy = json.loads(tree["platform-profile.json"])["hook_policy"]
     assert hook_field_problems(exported) == [] and hook_failures(exported, policy) == []
     assert len(exported.get("eval_used", exported)["hook"]["evidence"]) <= 120
+    # the reader sees the hook and the golden gates in words
+    page = member_client(project, make_user, "viewer").get(
+        reverse("chapter-read", args=[project.slug, 1])).content.decode()
+    assert "章末钩子" in page and "黄金三章门槛" in page and "代入感评分不低于 3.5" in page
+    assert any(word in page for word in ("悬念提问", "威胁揭示", "反转揭示", "情绪悬崖", "下一目标"))
 
 
 @pytest.mark.django_db(transaction=True)
