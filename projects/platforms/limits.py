@@ -89,10 +89,10 @@ def scoring_weights(project) -> dict[str, float] | None:
     weights = {dim: float(w) for dim, w in chosen["weights"].items() if dim in WEIGHT_DIMENSIONS}
     platform = project_platform(project)
     multipliers = tables.get("platform_multipliers") or {}
-    for name in (platform, *[alias for alias, canon in (("tomato", "fanqie"),) if canon == platform]):
-        for dim, factor in (multipliers.get(name) or {}).items():
-            if dim in weights:
-                weights[dim] *= float(factor)
+    own = multipliers.get(platform) or (multipliers.get("tomato") if platform == "fanqie" else None) or {}
+    for dim, factor in own.items():  # (an older file may still call fanqie tomato)
+        if dim in weights:
+            weights[dim] *= float(factor)
     for dim, value in ((profile.get("scoring") or {}).get("weight_overrides") or {}).items():
         weights[dim] = float(value)
     total = sum(weights.values())
