@@ -127,3 +127,7 @@ def test_the_api_takes_only_writing_platforms_and_a_new_one_brings_its_profile(p
     project.refresh_from_db()
     assert project.platform_profile["platform"] == "jinjiang"
     assert platform_limits(project)["hook_policy"]["allowed_types"] == ["emotional_cliff", "question", "next_objective"]
+    body = client.get(url).json()  # the API shows the active profile and its thresholds
+    assert body["platform_profile"]["platform"] == "jinjiang"
+    assert body["platform_limits"]["word_count"] == {"target_min": 2000, "target_max": 3000, "hard_min": 1500,
+                                                     "hard_max": 4000}
