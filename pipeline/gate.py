@@ -36,9 +36,13 @@ class GateSettings:
     scoring_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
 
     @classmethod
-    def from_project_settings(cls, gate_settings: Mapping[str, Any] | None) -> GateSettings:
+    def from_project_settings(cls, gate_settings: Mapping[str, Any] | None, *,
+                              platform_weights: Mapping[str, float] | None = None,
+                              platform_max_revisions: int | None = None) -> GateSettings:
         """From ``Project.gate_settings`` (schema GATE_SETTINGS); missing keys keep the defaults.
-        Given ``scoring_weights`` are merged over the defaults (so ``{"hook_strength": 0.1}`` adds a dimension)."""
+        The platform's genre weights (facts §10.11) and ``scoring.max_revisions`` (facts §11), when
+        given, replace the defaults; the project's own settings win over both. Given
+        ``scoring_weights`` are merged over the base (so ``{"hook_strength": 0.1}`` adds a dimension)."""
         data = dict(gate_settings or {})
         kwargs: dict[str, Any] = {}
         for key in ("pass_threshold", "polish_threshold", "revise_threshold", "pause_threshold"):
@@ -46,8 +50,11 @@ class GateSettings:
                 kwargs[key] = float(data[key])
         if data.get("max_revisions") is not None:
             kwargs["max_revisions"] = int(data["max_revisions"])
-        if data.get("scoring_weights"):
-            kwargs["scoring_weights"] = {**DEFAULT_SCORE_WEIGHTS, **data["scoring_weights"]}
+        elif platform_max_revisions is not None:
+            kwargs["max_revisions"] = int(platform_max_revisions)
+        base = dict(platform_weights or DEFAULT_SCORE_WEIGHTS)
+        if data.get("scoring_weights") or platform_weights:
+            kwargs["scoring_weights"] = {**base, **(data.get("scoring_weights") or {})}
         return cls(**kwargs)
 
 
@@ -205,12 +212,15 @@ def _lowest_dimension_feedback(scores: Mapping[str, Any]) -> list[str]:
 
 
 def decide(evaluation: Mapping[str, Any], *, revision_count: int, settings: GateSettings | None = None,
-           deterministic_violations: Sequence[str] = (), force_pass: bool = False) -> GateResult:
+           deterministic_violations: Sequence[str] = (), policy_failures: Sequence[str] = (),
+           force_pass: bool = False) -> GateResult:
     """The gate decision, in the order of facts §11's table:
 
     1. ``force_pass`` -> force_passed.
-    2. a high-confidence violation, a golden-chapter failure or a deterministic violation -> revise;
-       pause_for_user once ``revision_count >= max_revisions``.
+    2. a high-confidence violation, a golden-chapter failure, a deterministic violation or a
+       platform policy failure (``policy_failures``: the chapter-end hook, the golden gates; each
+       is a fix for the writer, ``pipeline.platform_gate``) -> revise; pause_for_user once
+       ``revision_count >= max_revisions``.
     3. unusable scores (``recompute_overall`` fails) -> pause_for_user_force_rewrite.
     4. overall (recomputed; for a wrapped eval never above its system ``overall_final``):
        ≥ pass -> pass; ≥ polish -> polish; ≥ revise -> revise; with the budget spent both -> force_passed;
@@ -237,13 +247,15 @@ def decide(evaluation: Mapping[str, Any], *, revision_count: int, settings: Gate
     def result(decision: str, *why: str) -> GateResult:
         assert decision in GATE_DECISIONS
         done = decision in ("pass", "force_passed")
-        fixes = [] if done else revision_instructions(evaluation, violations, deterministic_violations)
+        fixes = [] if done else revision_instructions(evaluation, violations,
+                                                      [*policy_failures, *deterministic_violations])
         return GateResult(decision, overall, decision == "force_passed", [*why, *reasons], fixes)
 
     if force_pass:
         return result("force_passed", "force_pass requested")
     blocking = [f"high-confidence {v['level']} violation {_item_id(v)}" for v in violations]
     blocking += [f"deterministic violation: {v}" for v in deterministic_violations]
+    blocking += [f"platform policy: {v}" for v in policy_failures]
     if golden_gate_failed(evaluation):
         blocking.append("golden-chapter gate failed")
     if blocking:

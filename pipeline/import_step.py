@@ -20,9 +20,10 @@ from pipeline.ask import parse_step_id
 from pipeline.blackboard import Blackboard
 from pipeline.book_runs import active_run, book_run_create, run_resume_at, stage_content
 from pipeline.errors import PipelineNotReady
-from pipeline.gate import GateSettings, decide
+from pipeline.gate import decide
 from pipeline.lock_objects import run_lock
 from pipeline.models import PipelineRun, RunKind, RunStatus
+from pipeline.platform_gate import gate_settings_for, hook_field_problems, platform_review
 from pipeline.plan_validation import validate_volume_plan
 from pipeline.checkpoint import checkpoint_update
 from pipeline.runs import _chapter_run_create
@@ -38,6 +39,7 @@ from projects.errors import InvalidData
 from projects.json_validation import json_issues
 from projects.lock_objects import project_lock
 from projects.models import OrchestratorState, PipelineStage, Project
+from projects.platforms.limits import platform_limits
 
 EXTERNAL = "external"  # meta key of a run whose steps an outside executor runs
 
@@ -113,8 +115,11 @@ def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: 
         evaluation = _read(tree, paths.evaluation, as_json=True)
         if issues := json_issues("EVALUATION", evaluation):
             raise InvalidData(f"{paths.evaluation}: " + "; ".join(map(str, issues)))
-        result = decide(evaluation, revision_count=project.revision_count,
-                        settings=GateSettings.from_project_settings(project.gate_settings))
+        if platform_limits(project)["hook_policy"]["required"] and (problems := hook_field_problems(evaluation)):
+            raise InvalidData(f"{paths.evaluation}: the platform requires a chapter-end hook verdict: "
+                              + "; ".join(problems))  # facts §7.1: judge validation under hook_policy.required
+        result = decide(evaluation, revision_count=project.revision_count, settings=gate_settings_for(project),
+                        policy_failures=platform_review(evaluation, project, number))
         worker.write_content("evaluation", "data", evaluation)
         worker.write_content("gate", "result", {**result.as_dict(), "revisions": project.revision_count})
         next_stage = {"pass": "commit", "force_passed": "commit", "polish": "refine", "revise": "draft"}.get(

@@ -29,6 +29,7 @@ from typing import Any
 
 from pipeline.ask import StepId, validate_answer_path
 from pipeline.plan_validation import HEADING, VolumePlan, validate_volume_plan
+from pipeline.platform_gate import hook_field_problems
 from pipeline.step_files import (
     QUICKSTART, SEED_RANGE, VOL_REVIEW, PlanRangeError, chapter_staging, plan_dir, plan_range, refuse_unsupported,
     staged_memory_path, step_of, volume_for_chapter,
@@ -324,9 +325,8 @@ def _check_eval(reader: TreeReader, check: StepCheck, evaluation: dict, rel: str
         check.errors.append(f"{rel}: recommendation must be a non-empty string")
     profile = reader.json_object("platform-profile.json", quiet=True)
     hook_policy = profile.get("hook_policy") if profile else None
-    if isinstance(hook_policy, dict) and hook_policy.get("required"):
-        check.warnings.append("platform-profile.json: hook_policy.required is set, but Novelsite does not check "
-                              "hook policies")
+    if isinstance(hook_policy, dict) and hook_policy.get("required"):  # facts §7.1: hook fields must be valid
+        check.errors.extend(f"{rel}: {problem}" for problem in hook_field_problems(evaluation))
 
 
 # --- Volume review (facts §8) -----------------------------------------------------------------------

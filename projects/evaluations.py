@@ -66,6 +66,29 @@ class EvaluationReport:
     strengths: list[Any] = field(default_factory=list)
     risk_flags: list[Any] = field(default_factory=list)
     deterministic_checks: dict[str, Any] = field(default_factory=dict)
+    hook: dict[str, Any] = field(default_factory=dict)  # {present, type, evidence, strength} (facts §10.11)
+    golden: dict[str, Any] = field(default_factory=dict)  # golden_chapter_gates of chapters 1-3 (facts §11)
+
+
+def _hook(used: dict[str, Any], scores: dict[str, Any]) -> dict[str, Any]:
+    hook = used.get("hook")
+    if not isinstance(hook, dict):
+        return {}
+    strength = hook.get("strength")
+    if strength is None and isinstance(scores.get("hook_strength"), dict):
+        strength = scores["hook_strength"].get("score")
+    return {"present": hook.get("present") is True, "type": str(hook.get("type") or ""),
+            "evidence": str(hook.get("evidence") or ""), "strength": strength}
+
+
+def _golden(used: dict[str, Any]) -> dict[str, Any]:
+    gates = used.get("golden_chapter_gates")
+    if not isinstance(gates, dict) or gates.get("activated") is False:
+        return {}
+    checks = [c for c in gates.get("checks") or [] if isinstance(c, dict)]
+    return {"passed": gates.get("passed"), "checks": [{"status": str(c.get("status") or ""),
+                                                       "detail": str(c.get("detail") or c.get("id") or "")}
+                                                      for c in checks]}
 
 
 def _fix_text(fix: Any) -> str:
@@ -108,4 +131,5 @@ def evaluation_report(data: dict[str, Any] | None, *, gate: dict[str, Any] | Non
         dimensions=dimensions, contract_checks=levels, has_violations=verification.get("has_violations"),
         required_fixes=[_fix_text(f) for f in listed("required_fixes")], issues=listed("issues"),
         strengths=listed("strengths"), risk_flags=listed("risk_flags"),
-        deterministic_checks=checks if isinstance(checks, dict) else {})
+        deterministic_checks=checks if isinstance(checks, dict) else {}, hook=_hook(used, scores),
+        golden=_golden(used))

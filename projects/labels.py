@@ -124,6 +124,14 @@ labels_register("platform", {  # where the novel is published, and where its pro
     "twitter": _("Twitter / X"),
 })
 
+labels_register("hook_type", {  # the chapter-end hook types of the platform profiles (facts §10.11)
+    "question": _("Open question"),
+    "threat_reveal": _("Threat revealed"),
+    "twist_reveal": _("Twist"),
+    "emotional_cliff": _("Emotional cliffhanger"),
+    "next_objective": _("Next goal"),
+})
+
 labels_register("role", {
     "owner": _("Owner"), "editor": _("Editor"), "reviewer": _("Reviewer"), "viewer": _("Viewer"),
 })

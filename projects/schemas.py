@@ -829,6 +829,7 @@ NOVELSITE_PROJECT: Schema = {  # novelsite/project.json: Novelsite's extension o
         "chapter_storylines": {"type": "object", "propertyNames": {"pattern": r"^[1-9]\d*$"},
                                "additionalProperties": {"type": ["string", "null"]}},
         "inactive_style_drift": {"anyOf": [STYLE_DRIFT, {"type": "null"}]},
+        "platform_profile": {"type": ["object", "null"]},  # checked in full by projects.platforms.profiles
     },
     "required": ["format"],
 }
@@ -889,6 +890,106 @@ STORY_FACTS_FILE: Schema = {  # novelsite/facts.json
     "properties": {"facts": {"type": "array", "items": _STORY_FACT}},
     "required": ["facts"],
 }
+# --- platform profiles (facts §2, §7.3, §10.11, §11; projects/platforms) ------------------------------
+
+PLATFORM_IDS = ("qidian", "fanqie", "jinjiang", "general")  # what a novel is written for
+PLATFORM_FILE_IDS = ("qidian", "tomato", "fanqie", "jinjiang", "general")  # tomato: the CLI's old name of fanqie
+WEIGHT_DIMENSIONS = (*SCORE_DIMENSIONS, "hook_strength")
+_COUNT: Schema = {"type": "integer", "minimum": 0, "maximum": 1_000_000}
+_POSITIVE: Schema = {"type": "integer", "minimum": 1, "maximum": 1_000_000}
+_SEVERITY: Schema = {"type": "string", "enum": ["warn", "soft", "hard"]}
+_WORDS: Schema = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200}, "maxItems": 500}
+
+
+def _strict_object(properties: dict[str, Schema], required: list[str] | None = None) -> Schema:
+    """An object with the given keys required (all by default); other keys are kept (the tool's own
+    ``_comment`` keys, future fields)."""
+    return {"type": "object", "properties": properties,
+            "required": list(properties) if required is None else required, "additionalProperties": True}
+
+
+PLATFORM_PROFILE: Schema = _strict_object({  # platform-profile.json, as novel-writer-cli validates it
+    "schema_version": {"type": "integer", "minimum": 1},
+    "platform": {"type": "string", "enum": list(PLATFORM_FILE_IDS)},
+    "created_at": {"type": "string", "maxLength": 40},
+    "word_count": _strict_object({"target_min": _COUNT, "target_max": _COUNT, "hard_min": _COUNT, "hard_max": _COUNT}),
+    "hook_policy": _strict_object({
+        "required": {"type": "boolean"},
+        "min_strength": {"type": "integer", "minimum": 1, "maximum": 5},
+        "allowed_types": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 40},
+                          "minItems": 1, "maxItems": 20},
+        "fix_strategy": {"type": "string", "enum": ["hook-fix"]},
+    }),
+    "info_load": _strict_object({"max_new_entities_per_chapter": _COUNT, "max_unknown_entities_per_chapter": _COUNT,
+                                 "max_new_terms_per_1k_words": {"type": "number", "minimum": 0, "maximum": 1000}}),
+    "compliance": _strict_object({"banned_words": _WORDS, "duplicate_name_policy": _SEVERITY,
+                                  "script_paths": {"type": "object", "additionalProperties": {"type": "string"}}},
+                                 required=["banned_words", "duplicate_name_policy"]),
+    "scoring": _strict_object({
+        "genre_drive_type": {"type": "string", "minLength": 1, "maxLength": 40},
+        "weight_profile_id": {"type": "string", "minLength": 1, "maxLength": 60},
+        "weight_overrides": {"type": "object", "propertyNames": {"enum": list(WEIGHT_DIMENSIONS)},
+                             "additionalProperties": {"type": "number", "minimum": 0, "maximum": 100}},
+        "max_revisions": {"type": "integer", "minimum": 0, "maximum": 10},
+    }, required=["genre_drive_type", "weight_profile_id"]),
+    "retention": {"type": ["object", "null"], "properties": {
+        "title_policy": _strict_object({
+            "enabled": {"type": "boolean"}, "min_chars": _COUNT, "max_chars": _COUNT,
+            "forbidden_patterns": {"type": "array", "items": {"type": "string", "maxLength": 500}, "maxItems": 50},
+            "auto_fix": {"type": "boolean"}}),
+        "hook_ledger": _strict_object({
+            "enabled": {"type": "boolean"}, "fulfillment_window_chapters": _POSITIVE,
+            "diversity_window_chapters": _POSITIVE, "max_same_type_streak": _POSITIVE,
+            "min_distinct_types_in_window": _POSITIVE, "overdue_policy": _SEVERITY}),
+    }, "required": ["title_policy", "hook_ledger"]},
+    "readability": {"type": ["object", "null"], "properties": {"mobile": _strict_object({
+        "enabled": {"type": "boolean"}, "max_paragraph_chars": _POSITIVE,
+        "max_consecutive_exposition_paragraphs": _POSITIVE,
+        "blocking_severity": {"type": "string", "enum": ["hard_only", "soft_and_hard"]}})}, "required": ["mobile"]},
+    "naming": {"type": ["object", "null"], "properties": {
+        "enabled": {"type": "boolean"}, "near_duplicate_threshold": {"type": "number", "minimum": 0, "maximum": 1},
+        "blocking_conflict_types": {"type": "array", "items": {
+            "type": "string", "enum": ["duplicate", "near_duplicate", "alias_collision"]}},
+        "exemptions": {"type": "object"}}, "required": ["enabled", "near_duplicate_threshold",
+                                                       "blocking_conflict_types"]},
+}, required=["schema_version", "platform", "word_count", "info_load", "compliance"])
+
+_WEIGHTS: Schema = {"type": "object", "propertyNames": {"enum": list(WEIGHT_DIMENSIONS)},
+                    "additionalProperties": {"type": "number", "minimum": 0, "maximum": 100}, "minProperties": 1}
+
+GENRE_WEIGHT_PROFILES: Schema = _strict_object({  # genre-weight-profiles.json (facts §10.11)
+    "schema_version": {"type": "integer", "minimum": 1},
+    "normalization": {"type": "object", "properties": {
+        "method": {"type": "string", "enum": ["scale_to_sum"]}, "sum_to": {"type": "number", "exclusiveMinimum": 0},
+        "tolerance": {"type": "number", "minimum": 0}}},
+    "default_profile_by_drive_type": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 60}},
+    "platform_multipliers": {"type": "object", "propertyNames": {"enum": list(PLATFORM_FILE_IDS)},
+                             "additionalProperties": _WEIGHTS},
+    "profiles": {"type": "object", "minProperties": 1, "additionalProperties": _strict_object(
+        {"drive_type": {"type": "string"}, "weights": _WEIGHTS}, required=["weights"])},
+}, required=["profiles"])
+
+_GOLDEN_GATE: Schema = _strict_object({
+    "id": {"type": "string", "minLength": 1, "maxLength": 80},
+    "requirement": {"type": "string", "minLength": 1, "maxLength": 1000},
+    "evaluation_hint": {"type": "string", "maxLength": 1000},
+    "threshold": _strict_object({"metric": {"type": "string", "minLength": 1, "maxLength": 120},
+                                 "operator": {"type": "string", "enum": [">=", "<=", ">", "<", "=="]},
+                                 "value": {"type": "number"}}),
+    "allowed_values": {"type": "array", "items": {"type": "string"}},
+}, required=["id", "requirement"])
+
+GOLDEN_CHAPTER_GATES: Schema = _strict_object({  # golden-chapter-gates.json: chapters 1-3 per platform
+    "schema_version": {"type": "integer", "minimum": 1},
+    "platforms": {"type": "object", "propertyNames": {"enum": list(PLATFORM_FILE_IDS)}, "additionalProperties": {
+        "type": "object", "properties": {"chapters": {
+            "type": "object", "propertyNames": {"enum": ["1", "2", "3"]}, "additionalProperties": _strict_object({
+                "gates": {"type": "array", "items": _GOLDEN_GATE, "maxItems": 20},
+                "notes": {"type": "array", "items": {"type": "string"}}}, required=["gates"])}},
+        "required": ["chapters"]}},
+    "invalid_combinations": {"type": "array", "items": {"type": "object"}},
+}, required=["platforms"])
+
 
 SCHEMAS: dict[str, Schema] = {
     name: value

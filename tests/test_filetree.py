@@ -56,6 +56,7 @@ from projects.models import (
     Storyline,
     VolumeStateSnapshot,
 )
+from projects.platforms.profiles import default_platform_profile
 from projects.sample_project import sample_project_create
 from projects.services.editing import story_object_create, story_object_update
 from projects.services.story_state import story_state_apply_patch
@@ -250,8 +251,9 @@ def build_full_project(owner=None) -> Project:
     story_object_update(obj=doc, editor=owner, base_version=doc.version, content=doc.content + "\n森林以南是魔都。")
     hero = project.characters.get(slug="lin-feng")
     story_object_update(obj=hero, editor=owner, base_version=hero.version, profile=hero.profile + "\n\n左手有旧伤。")
-    ExtraFile.objects.create(project=project, path="platform-profile.json",
-                             content=dump_json({"platform": "qidian", "scoring": {"max_revisions": 2}}).decode())
+    profile = default_platform_profile("qidian")  # an owner's edit of the profile travels with the tree
+    profile["scoring"]["max_revisions"] = 2
+    Project.objects.filter(pk=project.pk).update(platform_profile=profile)
     PipelineRun.objects.create(project=project, kind="chapter", chapter=4, status="running", stage="draft",
                                blackboard={"meta": {}, "content": {"staged_files": {"chapters/chapter-004.md": "草稿"}},
                                            "control": {}})
@@ -299,7 +301,8 @@ def story_data(project: Project) -> dict[str, Any]:
     settings_fields = ["title", "brief", "genre", "target_platform", "genre_drive_type", "style_profile",
                        "ai_blacklist", "style_drift", "relationships", "storyline_spec", "storylines_meta",
                        "autopilot_enabled", "autopilot_chapters_per_night", "autopilot_cost_cap_usd",
-                       "gate_settings", "stage_models", *CHECKPOINT_FIELDS, "checkpoint_extra"]
+                       "gate_settings", "stage_models", "platform_profile", "genre_weight_profiles",
+                       "golden_chapter_gates", "platform_writing_guide", *CHECKPOINT_FIELDS, "checkpoint_extra"]
     volumes = rows(project.volumes.order_by("number"), "number", "title", "status", "outline", "storyline_schedule",
                    "foreshadowing_plan", "new_characters", "review")
     for volume in volumes:  # facts §15.2: stored with the list under both keys every reader looks in
@@ -351,6 +354,7 @@ def extra_files_of(project: Project) -> dict[str, str]:
 EXPECTED_FULL_TREE = {
     ".checkpoint.json", "brief.md", "style-profile.json", "ai-blacklist.json", "style-drift.json",
     "platform-profile.json", "novelsite/project.json", "novelsite/archived-summaries.json",
+    "genre-weight-profiles.json", "golden-chapter-gates.json", "platform-writing-guide.md",
     "research/星火宗考.md",
     "world/geography.md", "world/history.md", "world/rules.md", "world/rules.json", "world/changelog.md",
     "characters/active/lin-feng.json", "characters/active/lin-feng.md", "characters/active/chen-lao.json",
@@ -482,7 +486,7 @@ def test_import_of_an_export_reproduces_every_story_field(full_project, owner):
     assert story_data(copy) == story_data(full_project)
     assert report.skipped == [] and report.warnings == []
     # kept: what Novelsite does not model, plus the changelog heads and the staged draft (no run here)
-    assert sorted(report.kept) == ["platform-profile.json", "staging/chapters/chapter-004.md"]
+    assert sorted(report.kept) == ["staging/chapters/chapter-004.md"]  # the platform files are modelled (#17)
     assert extra_files_of(copy) == {
         **extra_files_of(full_project),
         "world/changelog.md": exported["world/changelog.md"].decode().removesuffix("\n"),
@@ -543,10 +547,14 @@ def test_cli_tree_imports_with_its_values(owner):
     assert project.checkpoint_extra == {"hook_policy_version": 2}
     assert project.last_checkpoint_time is not None
     assert report.skipped == [".novel.lock/info.json"]
+    assert project.target_platform == "qidian"  # platform-profile.json is modelled (#17)
+    assert project.platform_profile["scoring"]["max_revisions"] == 2
     assert sorted(report.kept) == sorted([
-        "platform-profile.json", "state/chapter-001-crossref.json", "logs/continuity/latest.json",
+        "state/chapter-001-crossref.json", "logs/continuity/latest.json",
         "volumes/vol-01/continuity-report.json", "staging/manifests/chapter-002-draft.packet.json"])
-    assert report.warnings == []
+    # facts §7.4: a profile with scoring wants genre-weight-profiles.json, which this hand-made tree lacks
+    assert report.warnings == ["platform-profile.json has scoring but the tree has no genre-weight-profiles.json; "
+                               "Novelsite's built-in weight profiles are used"]
     lines = {line.slug: line for line in project.storylines.all()}
     assert {slug: line.type for slug, line in lines.items()} == {"main-arc": "main_arc",
                                                                   "old-case": "parallel_timeline"}
@@ -589,7 +597,8 @@ def test_cli_tree_imports_with_its_values(owner):
 def test_cli_tree_reexports_its_kept_files_verbatim_and_imports_again():
     project = tree_import(read_tree(CLI_TREE), slug="wucheng").project
     files = tree_of(project)
-    for kept in ("platform-profile.json", "state/chapter-001-crossref.json", "logs/continuity/latest.json",
+    assert loads(files["platform-profile.json"]) == loads((CLI_TREE / "platform-profile.json").read_bytes())
+    for kept in ("state/chapter-001-crossref.json", "logs/continuity/latest.json",
                  "volumes/vol-01/continuity-report.json", "staging/manifests/chapter-002-draft.packet.json",
                  "world/changelog.md", "characters/changelog.md"):
         assert files[kept] == (CLI_TREE / kept).read_bytes(), kept
@@ -1050,7 +1059,7 @@ def test_uploading_an_export_creates_a_project_owned_by_the_uploader(full_projec
     body = response.json()
     assert body["slug"] == "bobs-copy" and body["title"] == "星火长夜"
     assert body["files"] == len(EXPECTED_FULL_TREE)
-    assert sorted(body["kept"]) == ["platform-profile.json", "staging/chapters/chapter-004.md"]
+    assert sorted(body["kept"]) == ["staging/chapters/chapter-004.md"]
     copy = Project.objects.get(slug="bobs-copy")
     assert Membership.objects.get(project=copy).user == bob and Membership.objects.get(project=copy).role == "owner"
     assert story_data(copy) == story_data(full_project)
@@ -1145,7 +1154,7 @@ def test_novel_export_and_import_through_a_directory(full_project, owner, tmp_pa
     assert (tmp_path / "t" / ".checkpoint.json").is_file()
     out = io.StringIO()
     call_command("novel", "import", str(tmp_path / "t"), "--project", "copy", "--owner", owner.username, stdout=out)
-    assert "as project copy" in out.getvalue() and "kept as is (not modelled): platform-profile.json" in out.getvalue()
+    assert "as project copy" in out.getvalue() and "kept as is (not modelled): staging/" in out.getvalue()
     copy = Project.objects.get(slug="copy")
     assert Membership.objects.get(project=copy).user == owner
     assert story_data(copy) == story_data(full_project)
@@ -1161,7 +1170,7 @@ def test_novel_export_and_import_through_a_zip_with_json(full_project, tmp_path)
     call_command("novel", "--json", "import", str(tmp_path / "t.zip"), "--project", "zipped", stdout=out)
     envelope = json.loads(out.getvalue())
     assert envelope["ok"] is True and envelope["data"]["project"] == "zipped"
-    assert envelope["data"]["kept"] == ["platform-profile.json", "staging/chapters/chapter-004.md"]
+    assert envelope["data"]["kept"] == ["staging/chapters/chapter-004.md"]
 
 
 def test_novel_import_of_the_cli_tree_reports_skipped_lock():

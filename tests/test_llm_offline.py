@@ -19,6 +19,7 @@ from pipeline.llm.offline import (
     stream_chunks,
 )
 from pipeline.llm.offline.writers import WRITERS
+from pipeline.platform_gate import hook_field_problems
 from pipeline.llm.types import (
     LLMBadOutput,
     LLMConnectionError,
@@ -126,7 +127,8 @@ def test_evaluation_has_the_eight_scores_and_a_true_overall(stage):
     _, texts, _ = output(stage)
     evaluation = json.loads(texts["evaluation"])
     assert json_issues("EVALUATION", evaluation) == []
-    assert set(evaluation["scores"]) == set(SCORE_DIMENSIONS)
+    assert set(evaluation["scores"]) == {*SCORE_DIMENSIONS, "hook_strength"}  # hook_strength: issue #17
+    assert hook_field_problems(evaluation) == []
     total = sum(s["score"] * s["weight"] for s in evaluation["scores"].values())
     assert evaluation["overall"] == round(total, 2)
 

@@ -92,6 +92,8 @@ def test_a_book_from_brief_to_the_second_volume(team):
     project.refresh_from_db()
     assert (project.orchestrator_state, project.target_platform, project.genre) == (
         OrchestratorState.VOL_PLANNING, "qidian", "xuanhuan")
+    # the platform answer binds qidian's profile and the genre its drive type (issue #17 §1)
+    assert project.platform_profile["platform"] == "qidian" and project.genre_drive_type == "plot"
     assert WorldRule.objects.filter(project=project).count() >= 1
     assert WorldDoc.objects.filter(project=project).count() == 3
     assert Storyline.objects.filter(project=project, type="main_arc").count() == 1

@@ -10,6 +10,11 @@ from projects import schemas
 from projects.errors import InvalidData
 from projects.json_validation import json_issues, validate_json
 from projects.models import Character, Project
+from projects.platforms.profiles import (
+    default_genre_weight_profiles,
+    default_golden_chapter_gates,
+    default_platform_profile,
+)
 from projects.serializer_fields import SchemaJSONSerializerField
 from projects.services.editing import story_object_update
 from projects.services.projects import project_create, project_update
@@ -108,6 +113,15 @@ CASES: dict[str, tuple[object, object, str]] = {
                                      "status": "open"}]},
                          {"facts": [{"id": "fact-001", "kind": "rumour", "text": "传言", "chapter": 3,
                                      "status": "open"}]}, "$.facts[0].kind"),
+    "PLATFORM_PROFILE": (default_platform_profile("qidian"),
+                         {**default_platform_profile("qidian"), "word_count": {"target_min": "3000"}},
+                         "$.word_count"),
+    "GENRE_WEIGHT_PROFILES": (default_genre_weight_profiles(),
+                              {"profiles": {"plot:v1": {"weights": {"plot_logic": -1}}}},
+                              "$.profiles.plot:v1.weights.plot_logic"),
+    "GOLDEN_CHAPTER_GATES": (default_golden_chapter_gates(),
+                             {"platforms": {"qidian": {"chapters": {"4": {"gates": []}}}}},
+                             "$.platforms.qidian.chapters"),
 }
 
 

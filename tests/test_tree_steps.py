@@ -25,7 +25,9 @@ CH1 = {"chapter": "staging/chapters/chapter-001.md", "summary": "staging/summari
        "changes": "staging/logs/style-refiner-chapter-001-changes.json"}
 DELTA = {"chapter": 1, "base_state_version": 1, "storyline_id": "main-arc",
          "ops": [{"op": "set", "path": "characters.lin-feng.location", "value": "幽暗森林"}]}
-EVAL = {"chapter": 1, "overall": 4.2, "recommendation": "pass"}
+# the demo novel is on qidian, whose profile requires a chapter-end hook verdict (facts §7.1, issue #17)
+EVAL = {"chapter": 1, "overall": 4.2, "recommendation": "pass",
+        "hook": {"present": True, "type": "question", "evidence": "雪地里多了一行脚印。", "reason": "悬念", "strength": 4}}
 RULES = {"rules": [{"id": "W-001", "category": "magic_system", "rule": "星火每日至多三次", "constraint_type": "hard",
                     "exceptions": []}]}
 
@@ -549,3 +551,14 @@ def test_checkpoint_symlink_out_of_the_tree(root, tmp_path):
     os.symlink(tmp_path / "checkpoint.json", root / ".checkpoint.json")
     write(root, CH1["chapter"], "正文")
     assert errors_of(root, "chapter:001:draft") == [".checkpoint.json: resolves outside the project root"]
+
+
+def test_judge_without_valid_hook_fields_is_refused_when_the_platform_requires_a_hook(root):
+    """facts §7.1: with hook_policy.required, the judge step validates the hook fields."""
+    write(root, CH1["chapter"], "# 雪原来客\n\n林枫踏雪而来。")
+    write_summarize_outputs(root)
+    set_checkpoint(root, pipeline_stage="refined", inflight_chapter=1)
+    write(root, CH1["eval"], {**EVAL, "hook": {"present": True, "type": "question", "evidence": "长" * 121}})
+    errors = errors_of(root, "chapter:001:judge")
+    assert any("hook.evidence: at most 120 characters" in e for e in errors)
+    assert any("hook.strength" in e for e in errors)

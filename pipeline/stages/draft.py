@@ -5,8 +5,10 @@ from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext
 from pipeline.llm.types import LLMBadOutput
 from pipeline.stage_claims import Claim, StageOutcome
+from pipeline.platform_gate import HOOK_TYPE_WORDS
 from pipeline.stages.base import PromptBlock, cast_slice, data_block, json_text, llm_call, system_blocks
 from projects.filetree.chapter_heading import heading_title
+from projects.platforms.limits import platform_limits
 
 ROLE = ("你是一名中文网络小说作者，为连载长篇写下一章。严格遵守世界规则、人物契约和本章契约；"
         "只用自然语言给出状态提示，正式状态变更由摘要员负责。")
@@ -69,13 +71,22 @@ def split_chapter(text: str, fallback_title: str) -> tuple[str, str]:
     return fallback_title, text.strip()
 
 
+def platform_draft_slice(project) -> dict:
+    """The platform's asks of the writer: the target length (the middle of the profile's target
+    range) and, where a chapter-end hook is required, the hook types it may use."""
+    limits = platform_limits(project)
+    hook = limits["hook_policy"]
+    types = [HOOK_TYPE_WORDS.get(t, t) for t in hook["allowed_types"]] if hook["required"] else []
+    return {"target_chars": limits["target_chars"], "hook_types": types}
+
+
 def prompt_parts(ctx: ChapterContext, required_fixes: list[str]) -> dict:
     """What the draft's LLM call is built from: the slice, the blocks, the task template and its
     context, and the receipt's extra (also for ``pipeline.prompt_preview``)."""
     objectives = [o.get("description", "") for o in ctx.objectives]
     slice_ = {"chapter": ctx.chapter, "title": ctx.title, "storyline_id": ctx.storyline_id,
-              "characters": cast_slice(ctx), "objectives": objectives, "place": ctx.place, "target_chars": 3000,
-              "blacklist": ctx.blacklist_top, "required_fixes": required_fixes}
+              "characters": cast_slice(ctx), "objectives": objectives, "place": ctx.place,
+              **platform_draft_slice(ctx.project), "blacklist": ctx.blacklist_top, "required_fixes": required_fixes}
     return {"slice_": slice_, "blocks": blocks(ctx, required_fixes), "template": "draft.j2",
             "template_context": {**slice_, "characters": slice_["characters"]},
             "receipt_extra": memory_receipt(ctx.memory_levels)}

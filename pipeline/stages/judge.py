@@ -11,17 +11,19 @@ import json
 from pipeline.blackboard import Blackboard
 from pipeline.checks import run_checks
 from pipeline.context import ChapterContext
-from pipeline.gate import GateSettings, decide
+from pipeline.gate import decide
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
+from pipeline.platform_gate import gate_settings_for, hook_field_problems, platform_review
 from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.style_drift import chapter_metrics as style_metrics
 from pipeline.stages.base import PromptBlock, data_block, json_text, llm_call, system_blocks
 from projects.json_validation import json_issues
 from projects.models import PipelineStage
+from projects.platforms.limits import golden_gates_for, platform_limits
 
 ROLE = "你是严格的网络小说质检编辑：逐条核对契约，按 8 个维度打分，给出可执行的修改意见。"
-TARGET_CHARS = 3000
+ENDING_CHARS = 200  # how much of the chapter's end the judge's slice quotes for the hook
 
 PAUSE_OPTIONS = [
     {"label": "accept", "description": "按现状接受并提交本章"},
@@ -44,14 +46,15 @@ def pause_question(chapter: int, decision: str, overall) -> dict:
 def _checks(ctx: ChapterContext, board: Blackboard, text: str):
     delta = board.as_("skill").read_content("summary", "delta") or {}
     return run_checks(
-        text, blacklist=ctx.blacklist, target_chars=TARGET_CHARS, characters=ctx.all_characters,
+        text, blacklist=ctx.blacklist, target_chars=platform_limits(ctx.project)["target_chars"],
+        characters=ctx.all_characters,
         contract_slugs=[c.slug for c in ctx.cast], contract_updates=ctx.foreshadowing_updates,
         delta_ops=delta.get("ops", []), objectives=ctx.objectives,
         rules=[{"id": r["rule_id"], **r} for r in ctx.rules],
     )
 
 
-def _evaluation(call) -> dict:
+def _evaluation(call, hook_required: bool = False) -> dict:
     try:
         evaluation = json.loads(call.texts["evaluation"])
     except json.JSONDecodeError as exc:
@@ -59,7 +62,20 @@ def _evaluation(call) -> dict:
     issues = json_issues("EVALUATION", evaluation)
     if issues:
         raise LLMBadOutput("judge: the evaluation breaks its schema: " + "; ".join(map(str, issues)))
+    if hook_required and (problems := hook_field_problems(evaluation)):  # facts §7.1 judge validation
+        raise LLMBadOutput("judge: the platform requires a chapter-end hook verdict: " + "; ".join(problems))
     return evaluation
+
+
+def platform_slice(project, chapter: int, text: str) -> dict:
+    """What the judge is told about the platform: its hook policy, the chapter's golden gates and the
+    chapter's ending (plain data, so the offline judge answers from it too)."""
+    limits = platform_limits(project)
+    gates = [{"id": gate["id"], "requirement": gate["requirement"], "evaluation_hint": gate.get("evaluation_hint", ""),
+              "threshold": gate.get("threshold")} for gate in golden_gates_for(project, chapter)]
+    ending = text.strip().split("\n")[-1].strip()[-ENDING_CHARS:] if text.strip() else ""
+    return {"platform": limits["platform"], "hook_policy": limits["hook_policy"], "golden_gates": gates,
+            "chapter_ending": ending}
 
 
 def _route(decision: str, result, project_revision: int, board: Blackboard) -> tuple[str, dict, str]:
@@ -81,7 +97,8 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     skill = board.as_("skill")
     text = skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft")
     checks = _checks(ctx, board, text)
-    slice_ = {"chapter": ctx.chapter, "objectives": ctx.objectives, "checks": checks.as_dict()}
+    slice_ = {"chapter": ctx.chapter, "objectives": ctx.objectives, "checks": checks.as_dict(),
+              **platform_slice(ctx.project, ctx.chapter, text)}
     blocks = [
         *system_blocks(ctx, ROLE),
         data_block("cast", "character_profile", json_text([{"id": c.slug, "name": c.display_name,
@@ -93,11 +110,14 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     call = llm_call(claim, ctx, stage="judge", slice_=slice_, blocks=blocks, template="judge.j2",
                     template_context=slice_, tags=["thought", "evaluation"], required_tags=["evaluation"],
                     on_text=on_text)
-    evaluation = _evaluation(call)
+    evaluation = _evaluation(call, hook_required=slice_["hook_policy"]["required"])
     revision_count = ctx.project.revision_count
-    result = decide(evaluation, revision_count=revision_count,
-                    settings=GateSettings.from_project_settings(ctx.project.gate_settings),
-                    deterministic_violations=checks.violations)
+    policy_failures = platform_review(evaluation, ctx.project, ctx.chapter)
+    settings = gate_settings_for(ctx.project)
+    result = decide(evaluation, revision_count=revision_count, settings=settings,
+                    deterministic_violations=checks.violations, policy_failures=policy_failures)
+    if ctx.project.target_platform:  # facts §7.4 step 7: the platform and the weights the gate used
+        evaluation.update(platform=slice_["platform"], scoring_weights=dict(settings.scoring_weights))
     skill.write_content("evaluation", "data", evaluation)
     # the chapter's style metrics (facts §13) ride along, so the dashboard charts drift per chapter
     skill.write_content("evaluation", "checks", {**checks.as_dict(), "style": style_metrics(text)})

@@ -23,17 +23,22 @@ from pipeline.plan_validation import validate_volume_plan
 from pipeline.checkpoint import checkpoint_update
 from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, data_block, json_output, json_text, project_llm_call
-from pipeline.stages.draft import MIN_CHARS, split_chapter
+from pipeline.stages.draft import MIN_CHARS, platform_draft_slice, split_chapter
+from pipeline.stages.judge import platform_slice
 from pipeline.stages.plan import characters_from_call, plan_data, plan_files, plan_from_call, staged_plan
 from projects.lock_objects import project_lock
 from projects.models import OrchestratorState, Project
+from projects.platforms.genres import genre_from_brief
+from projects.platforms.profiles import platform_from_brief
+from projects.services.platforms import project_platform_bind
 from projects.services.quickstart import StagedQuickstart, quickstart_commit
 
 PHASES = ("world", "characters", "style", "f0", "trial", "results")
 STEPS = [f"quickstart:{phase}" for phase in PHASES]
 F0_RANGE = (1, 3)  # facts §5: the mini-plan of chapters 1-3
 ROLE = "你是网络小说的策划编辑，帮作者从一段简介起步：世界、人物、文风、开篇三章。"
-PLATFORMS = [("qidian", "起点中文网"), ("fanqie", "番茄小说"), ("jinjiang", "晋江文学城")]
+PLATFORMS = [("qidian", "起点中文网"), ("fanqie", "番茄小说"), ("jinjiang", "晋江文学城"),
+             ("general", "不针对特定平台")]
 GENRES = [("xuanhuan", "玄幻"), ("xianxia", "仙侠"), ("dushi", "都市"), ("lishi", "历史"), ("kehuan", "科幻"),
           ("yanqing", "言情"), ("xuanyi", "悬疑")]
 MAX_WORLD_DOC_CHARS = 300  # facts §5, WorldBuilder light mode
@@ -48,9 +53,12 @@ def binding_question(project: Project) -> dict[str, Any]:
                     "options": [{"label": label, "description": description} for label, description in options],
                     "allow_other": True}
         return {**question, "default": current} if current in labels else question
+    # the defaults: what the project has, else what its brief says (issue #17 §1)
+    platform = project.target_platform or platform_from_brief(project.brief)
+    genre = project.genre or genre_from_brief(project.brief)
     return {"version": 1, "topic": "init.platform_binding", "questions": [
-        choice("platform", "发布平台", "这部小说发在哪个平台？", PLATFORMS, project.target_platform),
-        choice("genre", "类型", "这部小说是什么类型？", GENRES, project.genre)]}
+        choice("platform", "发布平台", "这部小说发在哪个平台？", PLATFORMS, platform),
+        choice("genre", "类型", "这部小说是什么类型？", GENRES, genre)]}
 
 
 @transaction.atomic(durable=True)
@@ -80,7 +88,8 @@ def quickstart_start(*, project_id: int, user=None) -> Any:
 
 
 def _bind(project: Project, answers: dict[str, Any]) -> None:
-    Project.objects.filter(pk=project.pk).update(target_platform=answers["platform"][:40], genre=answers["genre"][:40])
+    """The answers set the platform (and its profile), the genre and the drive type (issue #17 §1)."""
+    project_platform_bind(project_id=project.pk, platform=answers["platform"], genre=answers["genre"][:40])
 
 
 @gate_handler("quickstart")
@@ -199,7 +208,7 @@ def _trial(claim, project, board, on_text=None) -> StageOutcome:
     cast = [{"slug": c["id"], "display_name": c["display_name"]} for c in staged(board, "characters")]
     slice_ = {"chapter": 1, "title": "试写", "storyline_id": contract["storyline_id"], "characters": cast,
               "objectives": [o.get("description", "") for o in contract.get("objectives", [])], "place": "",
-              "target_chars": 3000, "blacklist": [], "required_fixes": [], "brief": project.brief}
+              **platform_draft_slice(project), "blacklist": [], "required_fixes": [], "brief": project.brief}
     call = project_llm_call(claim, project, label="quickstart", stage="quickstart:trial", slice_=slice_,
                             blocks=[PromptBlock("role", "system", ROLE, required=True, cacheable=True),
                                     PromptBlock("outline", "user", f0["outline"], required=True),
@@ -217,7 +226,9 @@ def _trial(claim, project, board, on_text=None) -> StageOutcome:
 
 def _results(claim, project, board, on_text=None) -> StageOutcome:
     trial = staged(board, "trial")
-    slice_ = {"chapter": 1, "objectives": trial["objectives"], "checks": {}}
+    # the trial is not chapter 1 (facts §5): the hook policy applies, the golden gates do not
+    slice_ = {"chapter": 1, "objectives": trial["objectives"], "checks": {},
+              **platform_slice(project, 1, trial["text"]), "golden_gates": []}
     call = project_llm_call(claim, project, label="quickstart", stage="quickstart:results", slice_=slice_,
                             blocks=[PromptBlock("role", "system", ROLE, required=True, cacheable=True),
                                     data_block("chapter", "chapter_content", trial["text"], required=True)],

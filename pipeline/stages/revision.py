@@ -17,14 +17,15 @@ from django.db import transaction
 
 from pipeline.blackboard import Blackboard
 from pipeline.book_runs import Step, finish_locked
-from pipeline.gate import GateSettings, decide
+from pipeline.gate import decide
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
 from pipeline.checkpoint import checkpoint_update
+from pipeline.platform_gate import gate_settings_for, hook_field_problems, platform_review
 from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, data_block, json_output, json_text, project_llm_call
-from pipeline.stages.draft import MIN_CHARS, split_chapter
-from pipeline.stages.judge import pause_question
+from pipeline.stages.draft import MIN_CHARS, platform_draft_slice, split_chapter
+from pipeline.stages.judge import pause_question, platform_slice
 from projects.evaluations import evaluation_columns
 from projects.models import Chapter, OrchestratorState, PipelineStage, Project
 from projects.services.editing import story_object_update
@@ -53,7 +54,8 @@ def _draft(claim: Claim, project: Project, board: Blackboard, on_text=None) -> S
             if n in summary][:10]
     slice_ = {"chapter": number, "title": chapter.title, "storyline_id": contract.get("storyline_id", ""),
               "characters": cast, "objectives": [o.get("description", "") for o in contract.get("objectives", [])],
-              "place": "", "target_chars": 3000, "blacklist": [], "required_fixes": [notes, *fixes]}
+              "place": "", **platform_draft_slice(project), "blacklist": [],
+              "required_fixes": [notes, *fixes]}
     blocks = [PromptBlock("role", "system", ROLE, required=True, cacheable=True),
               data_block("summary", "summary", summary, required=True, priority=100),
               data_block("chapter", "chapter_content", chapter.text, required=True, priority=90),
@@ -81,7 +83,8 @@ def _judge(claim: Claim, project: Project, board: Blackboard, on_text=None) -> S
                   for name in missing]
     contract = project.chapter_contracts.filter(chapter=number).values_list("data", flat=True).first() or {}
     objectives = contract.get("objectives", [])
-    slice_ = {"chapter": number, "objectives": objectives, "checks": {"summary_facts_missing": missing}}
+    slice_ = {"chapter": number, "objectives": objectives, "checks": {"summary_facts_missing": missing},
+              **platform_slice(project, number, text)}
     call = project_llm_call(claim, project, label=f"revise{number}", stage="judge", slice_=slice_,
                             blocks=[PromptBlock("role", "system", "你是严格的质检编辑：改写必须保留原摘要的全部事实。",
                                                 required=True, cacheable=True),
@@ -91,9 +94,11 @@ def _judge(claim: Claim, project: Project, board: Blackboard, on_text=None) -> S
                             template="judge.j2", template_context=slice_, tags=["thought", "evaluation"],
                             required_tags=["evaluation"], on_text=on_text)
     evaluation = json_output(call, "evaluation", schema="EVALUATION", stage="judge")
-    result = decide(evaluation, revision_count=project.revision_count,
-                    settings=GateSettings.from_project_settings(project.gate_settings),
-                    deterministic_violations=violations)
+    if slice_["hook_policy"]["required"] and (problems := hook_field_problems(evaluation)):
+        raise LLMBadOutput("judge: the platform requires a chapter-end hook verdict: " + "; ".join(problems))
+    result = decide(evaluation, revision_count=project.revision_count, settings=gate_settings_for(project),
+                    deterministic_violations=violations,
+                    policy_failures=platform_review(evaluation, project, number))
     skill = board.as_("skill")
     skill.write_content("evaluation", "data", evaluation)
     skill.write_content("gate", "result", {**result.as_dict(), "revisions": project.revision_count})

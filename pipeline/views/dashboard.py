@@ -26,6 +26,7 @@ from pipeline.views.charts import bar_chart, line_chart, small_multiples
 from projects.errors import NovelsiteError
 from projects.labels import label
 from projects.permissions import Action
+from projects.platforms.limits import platform_limits
 from projects.query_params import plain_int
 from projects.selectors import project_status
 from projects.views.access import flash_error, page_context, project_access
@@ -47,7 +48,7 @@ def dashboard(request, slug: str):
         plan_waiting=active is not None and active.kind == "plan" and active.status == "waiting",
         progress=run_progress(project=project) if active else None, charts=_charts(metrics),
         drift=project.style_drift or {}, night=batch_morning_summary(project=project),
-        llm_problems=project_problems(project.stage_models)))
+        llm_problems=project_problems(project.stage_models), limits=platform_limits(project)))
 
 
 def _charts(metrics) -> dict:

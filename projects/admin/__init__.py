@@ -108,6 +108,8 @@ class ProjectAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     inlines = [MembershipInline]
     fieldsets = [
         (None, {"fields": ["title", "slug", "brief", "genre", "target_platform", "genre_drive_type"]}),
+        ("Platform", {"fields": ["platform_profile", "genre_weight_profiles", "golden_chapter_gates",
+                                 "platform_writing_guide"], "classes": ["collapse"]}),
         ("Style", {"fields": ["style_profile", "ai_blacklist", "style_drift"]}),
         ("Storylines and relationships", {"fields": ["storyline_spec", "storylines_meta", "relationships"],
                                           "classes": ["collapse"]}),

@@ -8,8 +8,9 @@ from rest_framework.views import APIView
 
 from projects.api.pagination import cursor_by, paginated
 from projects.api.strict import StrictInput
-from projects.models import GenreDriveType, Project
+from projects.models import GenreDriveType, Project, TargetPlatform
 from projects.models.project import BRIEF_MAX_CHARS
+from projects.platforms.limits import platform_limits
 from projects.permissions import Action
 from projects.selectors import project_access_for_member, projects_for_user
 from projects.serializer_fields import SchemaJSONSerializerField
@@ -22,22 +23,28 @@ class ProjectDetailApi(APIView):
 
     class ProjectDetailOutput(serializers.ModelSerializer):
         role = serializers.SerializerMethodField()
+        platform_limits = serializers.SerializerMethodField()
 
         class Meta:
             model = Project
             fields = ["slug", "title", "brief", "genre", "target_platform", "genre_drive_type",
                       "autopilot_enabled", "autopilot_chapters_per_night", "autopilot_cost_cap_usd",
                       "manual_cost_cap_usd", "gate_settings", "stage_models", "orchestrator_state", "pipeline_stage", "inflight_chapter",
-                      "last_completed_chapter", "current_volume", "created_at", "updated_at", "role"]
+                      "last_completed_chapter", "current_volume", "created_at", "updated_at", "role",
+                      "platform_profile", "platform_limits"]
 
         def get_role(self, project) -> str:
             return self.context.get("role", "")
+
+        def get_platform_limits(self, project) -> dict:
+            """What the platform asks of a chapter (projects.platforms.limits.platform_limits)."""
+            return platform_limits(project)
 
     class ProjectUpdateInput(StrictInput):
         title = serializers.CharField(required=False, max_length=200)
         brief = serializers.CharField(required=False, allow_blank=True, max_length=BRIEF_MAX_CHARS * 4)
         genre = serializers.CharField(required=False, allow_blank=True, max_length=40)
-        target_platform = serializers.CharField(required=False, allow_blank=True, max_length=40)
+        target_platform = serializers.ChoiceField(required=False, allow_blank=True, choices=TargetPlatform.choices)
         genre_drive_type = serializers.ChoiceField(required=False, allow_blank=True, choices=GenreDriveType.choices)
         autopilot_enabled = serializers.BooleanField(required=False)
         autopilot_chapters_per_night = serializers.IntegerField(required=False, min_value=0, max_value=50)
@@ -79,7 +86,7 @@ class ProjectListCreateApi(APIView):
         brief = serializers.CharField(required=False, allow_blank=True, max_length=BRIEF_MAX_CHARS * 4,
                                       help_text="≤1000 字 (whitespace not counted).")
         genre = serializers.CharField(required=False, allow_blank=True, max_length=40)
-        target_platform = serializers.CharField(required=False, allow_blank=True, max_length=40)
+        target_platform = serializers.ChoiceField(required=False, allow_blank=True, choices=TargetPlatform.choices)
         genre_drive_type = serializers.ChoiceField(required=False, allow_blank=True, choices=GenreDriveType.choices)
 
     @extend_schema(responses=ProjectListOutput(many=True))

@@ -22,6 +22,7 @@ from projects.filetree.chapter_heading import chapter_file_text
 from projects.filetree.changelogs import CHARACTER_MODELS, WORLD_MODELS, changelog_text
 from projects.filetree.fidelity import faithful_files
 from projects.filetree.hooks import extension_files, staging_files
+from projects.filetree.platform_files import exported_profile, platform_files, profile_travels_in_novelsite_file
 from projects.models import Chapter, Project
 from projects.services.facts import story_fact_as_json
 
@@ -38,6 +39,7 @@ def _project_files(project: Project, originals: dict[str, str]) -> Iterator[tupl
         yield paths.AI_BLACKLIST, dump_json(project.ai_blacklist)
     if project.style_drift and project.style_drift.get("active"):  # seed 000 §9.1: only while active
         yield paths.STYLE_DRIFT, dump_json(project.style_drift)
+    yield from platform_files(project)
     yield paths.NOVELSITE_PROJECT, dump_json(_novelsite_settings(project))
 
 
@@ -71,6 +73,8 @@ def _novelsite_settings(project: Project) -> dict[str, Any]:
         "chapter_volumes": volume_overrides,
         "inactive_style_drift": project.style_drift if project.style_drift and not project.style_drift.get("active")
         else None,
+        # a platform the original tool does not know (general) keeps its profile here (platform_files)
+        "platform_profile": exported_profile(project) if profile_travels_in_novelsite_file(project) else None,
     }
 
 

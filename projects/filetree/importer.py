@@ -23,6 +23,7 @@ from projects.filetree import paths
 from projects.filetree.errors import TreeError
 from projects.filetree.fidelity import is_kept_as_imported
 from projects.filetree.hooks import extension_read
+from projects.filetree.platform_files import platform_fields
 from projects.filetree.parse import STORYLINE_LINE_RE, ParsedTree, chapter_storyline, chapter_volume, parse_tree
 from projects.filetree.source import TreeSource
 from projects.models import (
@@ -171,8 +172,7 @@ def _project_fields(tree: ParsedTree) -> dict[str, Any]:
     autopilot = meta.get("autopilot", {})
     title = meta.get("title") or _title_from_brief(tree.brief)
     return {
-        "title": title, "brief": tree.brief, "genre": meta.get("genre", ""),
-        "target_platform": meta.get("target_platform", ""), "genre_drive_type": meta.get("genre_drive_type", ""),
+        "title": title, "brief": tree.brief, **platform_fields(tree),
         "style_profile": tree.style_profile, "ai_blacklist": tree.ai_blacklist,
         "style_drift": tree.style_drift or meta.get("inactive_style_drift"),
         "relationships": tree.relationships, "storyline_spec": tree.storyline_spec,

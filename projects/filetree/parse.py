@@ -16,7 +16,7 @@ from django.utils.dateparse import parse_datetime
 
 from projects.checkpoint import legacy_state
 from projects.evaluations import chapter_log_columns, evaluation_columns
-from projects.filetree import paths
+from projects.filetree import paths, platform_files
 from projects.filetree.chapter_heading import heading_title
 from projects.filetree.canonical import decode_exact, load_json, load_json_lines, load_text
 from projects.filetree.errors import TreeError
@@ -74,6 +74,10 @@ class ParsedTree:
     volume_spellings: dict[int, str] = field(default_factory=dict)  # vol-01 vs vol-001
     replayed_state: dict | None = None  # the changelog applied from the empty state
     chapter_headings: dict[int, str] = field(default_factory=dict)  # the H1 lines as they came
+    platform_profile: dict | None = None  # the four platform files (projects.filetree.platform_files)
+    genre_weight_profiles: dict | None = None
+    golden_chapter_gates: dict | None = None
+    platform_writing_guide: str = ""
 
 
 def _valid(schema_name: str, value: Any, path: str) -> Any:
@@ -130,6 +134,7 @@ def _json_setting(attribute: str, schema: str):
 
 def _novelsite_project(tree, match, path, data):
     tree.project = _valid("NOVELSITE_PROJECT", load_json(data, path), path)
+    platform_files.check_platform_profile_in_project_file(tree, path)
 
 
 def _research(tree, match, path, data):
@@ -341,6 +346,7 @@ HANDLERS: list[tuple[re.Pattern | str, Callable]] = [
     (paths.AI_BLACKLIST, _json_setting("ai_blacklist", "AI_BLACKLIST")),
     (paths.STYLE_DRIFT, _json_setting("style_drift", "STYLE_DRIFT")),
     (paths.NOVELSITE_PROJECT, _novelsite_project),
+    *platform_files.HANDLERS,
     (paths.NOVELSITE_ARCHIVES, _archives),
     (paths.NOVELSITE_FACTS, _facts),
     (paths.RESEARCH_RE, _research),

@@ -24,6 +24,7 @@ from projects.models.project import (
     Project,
     QuickstartPhase,
     Role,
+    TargetPlatform,
     VolumePipelineStage,
 )
 from projects.models.state import ChangeSource, StateChange, StoryState, VolumeStateSnapshot
@@ -37,6 +38,7 @@ __all__ = [
     "ExtraFile", "FactKind", "FactOrigin", "FactStatus", "Foreshadowing", "ForeshadowingEvent", "GateDecision",
     "GenreDriveType", "ImportedFile", "Membership",
     "MemoryLevel", "OrchestratorState", "PipelineStage", "Project", "QuickstartPhase", "ResearchNote", "Role",
+    "TargetPlatform",
     "StateChange", "STATUS_RANK", "StoryFact", "StoryState", "Storyline", "StorylineScope", "StorylineStatus", "Volume",
     "VolumePipelineStage", "VolumeStateSnapshot", "VolumeStatus", "WorldDoc", "WorldRule",
 ]

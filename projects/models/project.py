@@ -8,6 +8,12 @@ from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from projects.json_fields import SchemaJSONField
+from projects.json_validation import json_issues
+from projects.platforms.profiles import (
+    genre_weight_profiles_problems,
+    golden_chapter_gates_problems,
+    platform_profile_problems,
+)
 from projects.text_stats import count_chars
 
 BRIEF_MAX_CHARS = 1000  # seed 000 §9.1: brief.md, ≤1000 字
@@ -56,6 +62,13 @@ class QuickstartPhase(models.TextChoices):  # facts §5
     RESULTS = "results"
 
 
+class TargetPlatform(models.TextChoices):  # issue #17 §1: where the novel is published (not promotion sites)
+    QIDIAN = "qidian", _("Qidian")
+    FANQIE = "fanqie", _("Fanqie")
+    JINJIANG = "jinjiang", _("Jinjiang")
+    GENERAL = "general", _("General (no particular site)")
+
+
 class GenreDriveType(models.TextChoices):  # facts §10.16; shifts dormancy thresholds (§12)
     PLOT = "plot"
     CHARACTER = "character"
@@ -89,8 +102,13 @@ class Project(models.Model):
     title = models.CharField(max_length=200)
     brief = models.TextField(blank=True, validators=[validate_brief_length])
     genre = models.CharField(max_length=40, blank=True, help_text=_("e.g. xuanhuan, dushi, scifi"))
-    target_platform = models.CharField(max_length=40, blank=True, help_text=_("qidian, fanqie, jinjiang …"))
+    target_platform = models.CharField(max_length=40, choices=TargetPlatform, blank=True)
     genre_drive_type = models.CharField(max_length=20, choices=GenreDriveType, blank=True)
+    # The platform's files (facts §2; projects/platforms): null means the built-in data of target_platform.
+    platform_profile = SchemaJSONField(schema_name="PLATFORM_PROFILE", null=True, blank=True, editor="raw")
+    genre_weight_profiles = SchemaJSONField(schema_name="GENRE_WEIGHT_PROFILES", null=True, blank=True, editor="raw")
+    golden_chapter_gates = SchemaJSONField(schema_name="GOLDEN_CHAPTER_GATES", null=True, blank=True, editor="raw")
+    platform_writing_guide = models.TextField(blank=True)
 
     style_profile = SchemaJSONField(schema_name="STYLE_PROFILE", default=dict, blank=True)
     ai_blacklist = SchemaJSONField(schema_name="AI_BLACKLIST", default=dict, blank=True)
@@ -138,6 +156,23 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return f"{self.title} ({self.slug})"
+
+    def clean(self) -> None:
+        """The platform files' rules a schema cannot say (ranges in order, weights that normalise)."""
+        super().clean()
+        checks = (("platform_profile", platform_profile_problems), ("genre_weight_profiles",
+                  genre_weight_profiles_problems), ("golden_chapter_gates", golden_chapter_gates_problems))
+        errors = {}
+        for name, problems_of in checks:
+            value = getattr(self, name)
+            schema = self._meta.get_field(name).schema_name
+            if value is None or json_issues(schema, value):  # the field's own validation reports those
+                continue
+            problems = problems_of(value)
+            if problems:
+                errors[name] = problems
+        if errors:
+            raise ValidationError(errors)
 
 
 class Role(models.TextChoices):

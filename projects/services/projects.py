@@ -41,7 +41,11 @@ def project_create(*, owner: AbstractBaseUser | None, slug: str, title: str, **f
     unavailable = slug_unavailable_message(slug=slug, user=owner)
     if unavailable:
         raise SlugUnavailable(unavailable, extra={"fields": {"slug": [unavailable]}})
+    platform = fields.pop("target_platform", "")
     project = Project(slug=slug, title=title, **fields)
+    if platform:  # the platform's built-in profile becomes the project's (projects.services.platforms)
+        from projects.services.platforms import platform_apply
+        platform_apply(project, platform=platform)
     project._history_user = owner
     full_clean_or_raise(project)
     try:
@@ -113,6 +117,10 @@ def project_settings_update(*, project: Project, editor: AbstractBaseUser | None
     if unknown:
         raise InvalidData(f"not a project setting: {', '.join(sorted(unknown))}")
     current = project_lock(project.pk)
+    platform = changes.pop("target_platform", None)
     for name, value in changes.items():
         setattr(current, name, value)
+    if platform is not None:  # another platform brings its own profile (projects.services.platforms)
+        from projects.services.platforms import platform_apply
+        platform_apply(current, platform=platform)
     return project_update(project=current, editor=editor)

@@ -43,6 +43,7 @@ from projects.services.projects import (
 )
 from projects.slugs import slug_suggest
 from projects.views.access import flash_error, page_context, project_access
+from projects.views.platform_settings import PlatformSettingsForm, platform_form_initial
 
 
 class ProjectCreateForm(forms.Form):
@@ -253,14 +254,25 @@ SETTINGS_FIELDS = ("title", "brief", "autopilot_enabled", "autopilot_chapters_pe
                    "manual_cost_cap_usd", "stage_models", "gate_settings")
 
 
+def _settings_initial(project) -> dict:
+    initial = {name: getattr(project, name) for name in SETTINGS_FIELDS}
+    initial["gate_settings"] = json.dumps(project.gate_settings or {}, ensure_ascii=False, indent=2)
+    return initial
+
+
+def settings_page_context(project) -> dict:
+    """The settings page's two forms as they stand (the platform form posts to its own view)."""
+    return {"form": ProjectSettingsForm(initial=_settings_initial(project), stage_models=project.stage_models),
+            "platform_form": PlatformSettingsForm(initial=platform_form_initial(project), project=project),
+            "llm_problems": project_problems(project.stage_models)}
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def settings_view(request, slug: str):
     access = project_access(request, slug, Action.MANAGE)
     project = access.project
-    initial = {name: getattr(project, name) for name in SETTINGS_FIELDS}
-    initial["gate_settings"] = json.dumps(project.gate_settings or {}, ensure_ascii=False, indent=2)
-    form = ProjectSettingsForm(request.POST or None, initial=initial, stage_models=project.stage_models)
+    form = ProjectSettingsForm(request.POST or None, initial=_settings_initial(project), stage_models=project.stage_models)
     if request.method == "POST" and form.is_valid():
         try:
             project_settings_update(project=project, editor=request.user,
@@ -270,5 +282,5 @@ def settings_view(request, slug: str):
         else:
             messages.success(request, _("Settings saved."))
             return redirect("settings", slug=slug)
-    return render(request, "projects/settings.html", page_context(
-        access, form=form, llm_problems=project_problems(project.stage_models)))
+    return render(request, "projects/settings.html", page_context(access, **{**settings_page_context(project),
+                                                                           "form": form}))

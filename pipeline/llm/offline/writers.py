@@ -11,7 +11,9 @@ Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices ea
   (triples), ``memory``, ``crossref`` and ``facts`` (the ledger's new and closed facts).
 - ``refine``: chapter_text, blacklist; answers ``edits`` (JSON list of {find, replace, reason}).
 - ``judge`` / ``quickstart:results``: chapter, objectives [{id, description, required}],
-  score_mode ("normal" | "low" | "revise"); answers ``evaluation`` (JSON, 8 scores).
+  score_mode ("normal" | "low" | "revise"), and from the platform hook_policy, golden_gates,
+  chapter_ending; answers ``evaluation`` (JSON: 8 scores plus hook_strength, the ``hook`` verdict,
+  and ``golden_chapter_gates`` checks when the chapter has gates).
 - ``plan`` / ``quickstart:f0``: volume, chapter_start, chapter_end, storylines [slug], characters,
   previous_state_keys [slug]; answers ``outline``, ``schedule``, ``foreshadowing``,
   ``new_characters`` and ``contracts`` that pass the facts §6 validation.
@@ -30,6 +32,7 @@ wasteland and a noodle shop, never the demo novel's sect.
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Callable
 from typing import Any
@@ -134,12 +137,42 @@ def refine(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     return {"edits": _dumps(edits)}
 
 
+def _golden_floors(gates: list[dict[str, Any]]) -> dict[str, int]:
+    """The score a dimension needs to meet a golden gate's ``scores.<dim>.score`` threshold."""
+    floors = {}
+    for gate in gates:
+        threshold = gate.get("threshold") or {}
+        parts = str(threshold.get("metric", "")).split(".")
+        if len(parts) == 3 and parts[0] == "scores" and threshold.get("operator") in (">=", ">"):
+            value = float(threshold.get("value", 0)) + (0.5 if threshold["operator"] == ">" else 0)
+            floors[parts[1]] = min(5, math.ceil(value))
+    return floors
+
+
+def _hook(slice_: dict[str, Any], mode: str, rng: random.Random) -> dict[str, Any]:
+    """The chapter-end hook verdict (facts §10.11), within the platform's policy from the slice."""
+    policy = slice_.get("hook_policy") or {}
+    types = policy.get("allowed_types") or ["question"]
+    floor = int(policy.get("min_strength") or 1) if policy.get("required") else 1
+    strength = max(floor, rng.randint(4, 5) if mode == "normal" else 3)
+    ending = str(slice_.get("chapter_ending") or "").strip()
+    return {"present": True, "type": types[slice_["chapter"] % len(types)],
+            "evidence": ending[-60:] or "（离线）结尾留下了悬念", "reason": "离线评审：结尾留有悬念", "strength": strength}
+
+
 def judge(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     mode = slice_.get("score_mode", "normal")
-    band = {"normal": (4, 5), "revise": (3, 3), "low": (2, 3)}[mode]
-    scores = {dim: {"score": rng.randint(*band), "weight": DEFAULT_SCORE_WEIGHTS[dim],
+    gates = slice_.get("golden_gates") or []
+    floors = _golden_floors(gates)
+    # A judge that passes a golden gate scores its dimension to match; with such a floor the low
+    # band scores the rest 2, so the overall stays in [2, 3) as the mode promises.
+    band = {"normal": (4, 5), "revise": (3, 3), "low": (2, 2) if floors else (2, 3)}[mode]
+    scores = {dim: {"score": max(rng.randint(*band), floors.get(dim, 0)), "weight": DEFAULT_SCORE_WEIGHTS[dim],
                     "reason": "离线评审", "evidence": "（离线）"} for dim in SCORE_DIMENSIONS}
     overall = round(sum(s["score"] * s["weight"] for s in scores.values()), 2)
+    hook = _hook(slice_, mode, rng)
+    scores["hook_strength"] = {"score": hook["strength"], "weight": 0.0, "reason": hook["reason"],
+                               "evidence": hook["evidence"]}
     checks = [{"objective_id": o.get("id", f"OBJ-{i}"), "status": "pass", "confidence": "high",
                "detail": o.get("description", "")} for i, o in enumerate(slice_.get("objectives", []), 1)]
     recommendation = "pass" if overall >= 4.0 else "polish" if overall >= 3.5 else "revise" if overall >= 3.0 else \
@@ -148,7 +181,10 @@ def judge(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     evaluation = {"chapter": slice_["chapter"], "contract_verification": {
         "l1_checks": [], "l2_checks": [], "l3_checks": checks, "ls_checks": [], "has_violations": False},
         "scores": scores, "overall": overall, "recommendation": recommendation, "risk_flags": [],
-        "required_fixes": fixes, "issues": [], "strengths": ["情节推进清楚"]}
+        "required_fixes": fixes, "issues": [], "strengths": ["情节推进清楚"], "hook": hook}
+    if gates:
+        evaluation["golden_chapter_gates"] = {"checks": [
+            {"id": gate["id"], "status": "pass", "detail": "离线评审：满足", "evidence": ""} for gate in gates]}
     return {"evaluation": _dumps(evaluation)}
 
 
