@@ -39,7 +39,7 @@ def _project_files(project: Project, originals: dict[str, str]) -> Iterator[tupl
         yield paths.AI_BLACKLIST, dump_json(project.ai_blacklist)
     if project.style_drift and project.style_drift.get("active"):  # seed 000 §9.1: only while active
         yield paths.STYLE_DRIFT, dump_json(project.style_drift)
-    yield from platform_files(project)
+    yield from platform_files(project, originals)
     yield paths.NOVELSITE_PROJECT, dump_json(_novelsite_settings(project))
 
 

@@ -22,6 +22,7 @@ from projects.filetree.changelogs import IMPORT_REASON
 from projects.filetree import paths
 from projects.filetree.errors import TreeError
 from projects.filetree.fidelity import is_kept_as_imported
+from projects.filetree.platform_files import PLATFORM_WRITING_GUIDE
 from projects.filetree.hooks import extension_read
 from projects.filetree.platform_files import platform_fields
 from projects.filetree.parse import STORYLINE_LINE_RE, ParsedTree, chapter_storyline, chapter_volume, parse_tree
@@ -155,8 +156,8 @@ def _keep_originals(project: Project, source: TreeSource, tree: ParsedTree) -> N
     chapters' heading lines; the files Novelsite does not model are kept whole already (ExtraFile)."""
     originals = []
     for path, data in sorted(source.files.items()):
-        if not is_kept_as_imported(path) or path in tree.extra_files:
-            continue
+        if path in tree.extra_files or not (is_kept_as_imported(path) or path == PLATFORM_WRITING_GUIDE):
+            continue  # (the guide: so that an export knows the tree had one)
         try:
             originals.append(ImportedFile(project=project, path=path, content=data.decode("utf-8")))
         except UnicodeDecodeError:

@@ -55,15 +55,25 @@ def profile_travels_in_novelsite_file(project) -> bool:
     return _has_platform(project) and canonical_platform(exported_profile(project)["platform"]) not in CLI_PLATFORMS
 
 
-def platform_files(project) -> Iterator[tuple[str, bytes]]:
+def platform_files(project, originals: dict[str, str] | None = None) -> Iterator[tuple[str, bytes]]:
+    """The four files; of an imported tree (``originals``: its files as they came), the built-in
+    data only where the tree had the file, so that a round trip adds nothing (#20)."""
     if not _has_platform(project):
         return
+    imported = bool(originals)
+
+    def wanted(path: str, stored: Any) -> bool:
+        return bool(stored) or not imported or path in originals
+
     if not profile_travels_in_novelsite_file(project):
         yield PLATFORM_PROFILE, dump_json(exported_profile(project))
-    yield GENRE_WEIGHT_PROFILES, dump_json(project.genre_weight_profiles or default_genre_weight_profiles())
-    yield GOLDEN_CHAPTER_GATES, dump_json(project.golden_chapter_gates or default_golden_chapter_gates())
-    yield PLATFORM_WRITING_GUIDE, dump_text(project.platform_writing_guide
-                                            or default_writing_guide(project_platform(project)))
+    if wanted(GENRE_WEIGHT_PROFILES, project.genre_weight_profiles):
+        yield GENRE_WEIGHT_PROFILES, dump_json(project.genre_weight_profiles or default_genre_weight_profiles())
+    if wanted(GOLDEN_CHAPTER_GATES, project.golden_chapter_gates):
+        yield GOLDEN_CHAPTER_GATES, dump_json(project.golden_chapter_gates or default_golden_chapter_gates())
+    if wanted(PLATFORM_WRITING_GUIDE, project.platform_writing_guide):
+        yield PLATFORM_WRITING_GUIDE, dump_text(project.platform_writing_guide
+                                                or default_writing_guide(project_platform(project)))
 
 
 # --- import -------------------------------------------------------------------------------------------
