@@ -43,7 +43,7 @@ class ChapterContext:
     outline_block: str
     storyline_id: str
     cast: list[CastMember]
-    all_characters: list[dict]  # slug, display_name, status of everyone (for the checks)
+    all_characters: list[dict]  # slug, display_name, status, aliases of everyone (for the checks)
     rules: list[dict]
     hard_rules: list[str]
     style_profile: dict
@@ -79,7 +79,7 @@ def outline_block(outline: str, chapter: int) -> tuple[str, str]:
 
 
 def _cast(project: Project, contract: dict, state: dict) -> tuple[list[CastMember], list[dict]]:
-    everyone = list(project.characters.only("slug", "display_name", "status", "profile", "contracts"))
+    everyone = list(project.characters.only("slug", "display_name", "status", "profile", "contracts", "aliases"))
     wanted = {key.lower() for key in ((contract.get("preconditions") or {}).get("character_states") or {})}
     chosen = [c for c in everyone if c.slug.lower() in wanted or c.display_name.lower() in wanted]
     if not chosen:
@@ -87,7 +87,8 @@ def _cast(project: Project, contract: dict, state: dict) -> tuple[list[CastMembe
     states = state.get("characters", {})
     cast = [CastMember(c.slug, c.display_name, c.status, c.profile, c.contracts, states.get(c.slug, {}))
             for c in chosen]
-    return cast, [{"slug": c.slug, "display_name": c.display_name, "status": c.status} for c in everyone]
+    return cast, [{"slug": c.slug, "display_name": c.display_name, "status": c.status, "aliases": c.aliases}
+                  for c in everyone]
 
 
 def _memory(project: Project, chapter: int) -> tuple[list[tuple[int, str]], list[str], int]:

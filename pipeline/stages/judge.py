@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from pipeline.blackboard import Blackboard
-from pipeline.checks import run_checks
+from pipeline.chapter_checks import TARGET_CHARS, chapter_checks, judge_evidence  # noqa: F401 (TARGET_CHARS: kept here)
 from pipeline.context import ChapterContext
 from pipeline.gate import GateSettings, decide
 from pipeline.llm.types import LLMBadOutput
@@ -21,7 +21,6 @@ from projects.json_validation import json_issues
 from projects.models import PipelineStage
 
 ROLE = "你是严格的网络小说质检编辑：逐条核对契约，按 8 个维度打分，给出可执行的修改意见。"
-TARGET_CHARS = 3000
 
 PAUSE_OPTIONS = [
     {"label": "accept", "description": "按现状接受并提交本章"},
@@ -42,13 +41,7 @@ def pause_question(chapter: int, decision: str, overall) -> dict:
 
 
 def _checks(ctx: ChapterContext, board: Blackboard, text: str):
-    delta = board.as_("skill").read_content("summary", "delta") or {}
-    return run_checks(
-        text, blacklist=ctx.blacklist, target_chars=TARGET_CHARS, characters=ctx.all_characters,
-        contract_slugs=[c.slug for c in ctx.cast], contract_updates=ctx.foreshadowing_updates,
-        delta_ops=delta.get("ops", []), objectives=ctx.objectives,
-        rules=[{"id": r["rule_id"], **r} for r in ctx.rules],
-    )
+    return chapter_checks(ctx, board.as_("skill").read_content("summary", "delta") or {}, text)
 
 
 def _evaluation(call) -> dict:
@@ -81,7 +74,9 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     skill = board.as_("skill")
     text = skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft")
     checks = _checks(ctx, board, text)
-    slice_ = {"chapter": ctx.chapter, "objectives": ctx.objectives, "checks": checks.as_dict()}
+    # #18: the judge sees the evidence (cast state, roster and aliases, ledger, check results)
+    evidence = judge_evidence(ctx, skill.read_content("summary", "delta") or {}, checks)
+    slice_ = {"chapter": ctx.chapter, "objectives": ctx.objectives, "checks": checks.as_dict(), "evidence": evidence}
     blocks = [
         *system_blocks(ctx, ROLE),
         data_block("cast", "character_profile", json_text([{"id": c.slug, "name": c.display_name,

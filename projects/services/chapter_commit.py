@@ -24,6 +24,7 @@ from projects.models import (
 )
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
 from projects.services.story_state import story_state_apply_patch_locked
+from projects.services.unknown_entities import unknown_entities_append
 
 
 class ChapterAlreadyCommitted(NovelsiteError):
@@ -61,6 +62,13 @@ def chapter_commit_story(*, project: Project, staged: StagedChapter) -> Chapter:
     return chapter_commit_story_locked(project=project, staged=staged)
 
 
+def _unknown_entities(evaluation: Any) -> list:
+    checks = evaluation.get("deterministic_checks") if isinstance(evaluation, dict) else None
+    story = checks.get("story") if isinstance(checks, dict) else None
+    found = story.get("unknown_entities") if isinstance(story, dict) else None
+    return found if isinstance(found, list) else []
+
+
 def chapter_commit_story_locked(*, project: Project, staged: StagedChapter) -> Chapter:
     """The body of ``chapter_commit_story``, inside the caller's transaction, which holds the
     project lock and passes the project as it read it under that lock (the pipeline's commit);
@@ -88,6 +96,8 @@ def chapter_commit_story_locked(*, project: Project, staged: StagedChapter) -> C
     Evaluation.objects.create(project=project, chapter=chapter, data=staged.evaluation,
                               **evaluation_columns(staged.evaluation))
     ChapterLog.objects.create(project=project, chapter=chapter, data=staged.log, **chapter_log_columns(staged.log))
+    # #18: the names the story checks did not know, as the original tool logs them
+    unknown_entities_append(project=project, chapter=staged.number, entities=_unknown_entities(staged.evaluation))
     checkpoint = {"last_completed_chapter": max(project.last_completed_chapter, staged.number),
                   "pipeline_stage": PipelineStage.COMMITTED, "inflight_chapter": None, "revision_count": 0,
                   "hook_fix_count": 0, "title_fix_count": 0, "orchestrator_state": OrchestratorState.WRITING,
