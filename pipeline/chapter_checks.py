@@ -86,3 +86,29 @@ def judge_evidence(ctx: ChapterContext, delta: Any, checks: ChecksReport) -> dic
         "suspicions": list(checks.suspicions),
         "warnings": list(checks.warnings),
     }
+
+
+def staged_chapter_checks(project, number: int, kept_context: dict | None, delta: Any, text: str) -> ChecksReport:
+    """The checks for a chapter staged outside the pipeline's own stages (``novel import-step``):
+    the run's kept context when there is one, else the chapter's context read now; a chapter with
+    no contract still gets the story checks against the roster, state and ledger."""
+    from pipeline.context import chapter_context, context_restore
+    from projects.models import ChapterContract
+
+    ctx = context_restore(project, kept_context or {})
+    if ctx is None:
+        try:
+            ctx = chapter_context(project, number)
+        except ChapterContract.DoesNotExist:
+            ctx = None
+    if ctx is not None:
+        return chapter_checks(ctx, delta, text)
+    characters = [{"slug": c.slug, "display_name": c.display_name, "status": c.status, "aliases": c.aliases}
+                  for c in project.characters.only("slug", "display_name", "status", "aliases")]
+    state = getattr(getattr(project, "story_state", None), "data", None) or {}
+    rules = [{"id": r["rule_id"], **r} for r in project.world_rules.exclude(canon_status="deprecated").values(
+        "rule_id", "rule", "constraint_type", "canon_status", "keywords")]
+    ops = _ops(delta)
+    story = project_story_inputs(project, characters=characters, state=state, place="", delta_ops=ops, rules=rules)
+    return run_checks(text, blacklist=project.ai_blacklist or {}, characters=characters, delta_ops=ops, rules=rules,
+                      story=story)

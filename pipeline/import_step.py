@@ -24,6 +24,7 @@ from pipeline.gate import GateSettings, decide
 from pipeline.lock_objects import run_lock
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.plan_validation import validate_volume_plan
+from pipeline.chapter_checks import staged_chapter_checks
 from pipeline.checkpoint import checkpoint_update
 from pipeline.runs import _chapter_run_create
 from pipeline.stages.draft import split_chapter
@@ -48,6 +49,7 @@ class Imported:
     run_id: int
     next_stage: str
     status: str
+    violations: tuple[str, ...] = ()  # the deterministic checks' violations of an imported judge step (#18)
 
 
 def step_import(*, project_id: int, tree: str | Path, step: str, user=None) -> Imported:
@@ -95,6 +97,7 @@ def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: 
         return Imported(step, run.pk, "commit", RunStatus.QUEUED)
     checkpoint: dict[str, Any] = {"pipeline_stage": STAGE_AFTER[phase]}
     next_stage, status, question = CHAPTER_ORDER[phase], RunStatus.WAITING, None
+    violations: tuple[str, ...] = ()
     if phase in ("draft", "refine"):
         title, body = split_chapter(_read(tree, paths.chapter), f"第{number}章")
         worker.write_content("chapter", "title", title)
@@ -113,8 +116,15 @@ def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: 
         evaluation = _read(tree, paths.evaluation, as_json=True)
         if issues := json_issues("EVALUATION", evaluation):
             raise InvalidData(f"{paths.evaluation}: " + "; ".join(map(str, issues)))
+        # the same deterministic checks as the pipeline's judge (#18): a violation sends it back to draft
+        skill = board.as_("skill")
+        text = skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft") or ""
+        checks = staged_chapter_checks(project, number, run.context, skill.read_content("summary", "delta"), text)
+        violations = tuple(checks.violations)
         result = decide(evaluation, revision_count=project.revision_count,
-                        settings=GateSettings.from_project_settings(project.gate_settings))
+                        settings=GateSettings.from_project_settings(project.gate_settings),
+                        deterministic_violations=checks.violations)
+        worker.write_content("evaluation", "checks", checks.as_dict())
         worker.write_content("evaluation", "data", evaluation)
         worker.write_content("gate", "result", {**result.as_dict(), "revisions": project.revision_count})
         next_stage = {"pass": "commit", "force_passed": "commit", "polish": "refine", "revise": "draft"}.get(
@@ -133,7 +143,7 @@ def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: 
         from pipeline.gates import question_open
 
         question_open(run=run, step=question["step"], spec=question["spec"], answer_path=question["answer_path"])
-    return Imported(step, run.pk, next_stage, status)
+    return Imported(step, run.pk, next_stage, status, violations)
 
 
 def _external_chapter_run(project: Project, number: int, phase: str, user) -> PipelineRun:
