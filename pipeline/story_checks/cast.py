@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pipeline.story_checks.roster import NameHit, Roster, person_tagger
-from pipeline.story_checks.scene_text import SceneText, acts_after, is_subject
+from pipeline.story_checks.scene_text import SceneText, acts_after, is_present_object, is_subject
 
 EVIDENCE_CHARS = 60
 # The hundred-odd commonest surnames, single and double. A jieba ``nr`` word that does not start with
@@ -46,6 +46,8 @@ def acting(scene: SceneText, hit: NameHit) -> bool:
     if scene.in_dialogue(hit.start) or scene.in_memory_frame(hit.start):
         return False
     clause = scene.clause(hit.start)
+    if is_present_object(scene.text, hit.start, clause.start):
+        return True
     return is_subject(scene.text, hit.start, clause.start) and acts_after(scene.text, hit.end, clause.end)
 
 
@@ -98,6 +100,10 @@ def misplaced_characters(scene: SceneText, hits: Sequence[NameHit], state: Mappi
             continue
         if any(_same_place(location, p) for p in places) or _moved(slug, delta_ops) or not acting(scene, hit):
             continue
+        paragraph = scene.paragraph(hit.start)
+        if location.strip() in scene.text[paragraph.start:paragraph.end]:
+            continue  # the scene cuts to where they are (京城那边，苏晚晴推开窗): no contradiction
+
         found[slug] = {"slug": slug, "display_name": hit.person.display_name, "location": location, "place": place,
                        "evidence": _evidence(scene, hit.start)}
     return list(found.values())

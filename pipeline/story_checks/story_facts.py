@@ -33,6 +33,13 @@ def _inventory(state: Mapping[str, Any], slug: str) -> list[str] | None:
     return [i for i in items if isinstance(i, str)] if isinstance(items, list) else None
 
 
+def _holds(state: Mapping[str, Any] | None, slug: str, item: str, delta_ops: Sequence[Mapping[str, Any]]) -> bool:
+    """True unless the state lists ``slug``'s inventory without ``item`` and the delta does not
+    give it to them (no inventory recorded: nothing to contradict)."""
+    held = _inventory(state or {}, slug)
+    return held is None or item in held or _item_ops(delta_ops, slug, item)
+
+
 def _item_ops(delta_ops: Iterable[Mapping[str, Any]], slug: str, item: str) -> bool:
     """The chapter's delta gives ``item`` to ``slug`` (so using it here is the story moving on)."""
     return any(isinstance(op, Mapping) and op.get("op") in ("add", "set") and op.get("path") == f"characters.{slug}.inventory"
@@ -80,14 +87,19 @@ def _item_use(scene: SceneText, hits: Sequence[NameHit], state: Mapping[str, Any
         return None
     sentence = scene.sentence(at)
     user = next((h for h in reversed(hits) if sentence.start <= h.start and h.end <= at), None)
-    if user is None or user.person.gone:
-        return None
-    between = scene.text[user.end:at]
+    start = user.end if user else sentence.start
+    between = scene.text[start:at]
     if not any(verb in between for verb in USE_VERBS) or len(between) > 20:
         return None
-    held = _inventory(state or {}, user.person.slug)
-    if held is None or item in held or _item_ops(delta_ops, user.person.slug, item):
+    if user is None:  # 他拔出魔杖: whoever was named last in the paragraph, if nobody named there holds it
+        paragraph = scene.paragraph(at)
+        named = [h for h in hits if paragraph.start <= h.start < at and not scene.in_dialogue(h.start)]
+        if not named or any(_holds(state, h.person.slug, item, delta_ops) for h in named):
+            return None
+        user = named[-1]
+    if user.person.gone or _holds(state, user.person.slug, item, delta_ops):
         return None
+    held = _inventory(state or {}, user.person.slug) or []
     return {"slug": user.person.slug, "display_name": user.person.display_name, "item": item,
             "inventory": held, "evidence": _evidence(scene, at)}
 
