@@ -118,6 +118,12 @@ def test_clean_passages_are_not_blocked(key):
     assert report.violations == [], report.as_dict()
 
 
+def test_a_rule_broken_in_other_words_reaches_the_judge():
+    report = check("林枫踏上长剑，御剑而起，转眼越过山巅。")
+    assert report.violations == []
+    assert any("W-001" in s and "御剑" in s for s in report.suspicions)
+
+
 def test_mentions_and_negations_reach_the_judge_as_suspicions():
     assert any("莫长风" in s for s in check(CLEAN["a memory of the dead master"]).suspicions)
     assert any("W-001" in s for s in check(CLEAN["a rule kept in a negation"]).suspicions)

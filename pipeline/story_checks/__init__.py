@@ -20,6 +20,7 @@ from pipeline.story_checks.story_facts import (
     hard_rule_hits,
     item_vocabulary,
     items_not_held,
+    rule_paraphrase_hits,
 )
 
 GONE_WORDS = {"retired": "已退场", "dead": "已死亡"}
@@ -49,6 +50,7 @@ class StoryReport:
     items: list[dict[str, Any]]
     resolved_again: list[dict[str, str]]
     rules: list[dict[str, Any]]
+    rule_echoes: list[dict[str, Any]] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     suspicions: list[str] = field(default_factory=list)
 
@@ -71,6 +73,7 @@ def story_checks(text: str, inputs: StoryInputs) -> StoryReport:
         resolved_again=foreshadowing_resolved_again(inputs.ledger, ops),
         rules=hard_rule_hits(scene, inputs.rules),
     )
+    report.rule_echoes = rule_paraphrase_hits(scene, inputs.rules, report.rules)
     _explain(report)
     return report
 
@@ -98,6 +101,8 @@ def _explain(report: StoryReport) -> None:
             s.append(f"{r['rule_id']}：「{r['keyword']}」出现在引语或否定中，请确认没有违反硬规则：{r['rule']}。「{r['evidence']}」")
         else:
             v.append(f"{r['rule_id']}：正文出现「{r['keyword']}」，违反硬规则：{r['rule']}。「{r['evidence']}」")
+    for e in report.rule_echoes:
+        s.append(f"{e['rule_id']}：正文出现「{e['word']}」，请确认没有换一种说法违反硬规则：{e['rule']}。「{e['evidence']}」")
     names = "、".join(u["mention"] for u in report.unknown_entities)
     if len(report.unknown_entities) > report.unknown_limit:
         v.append(f"本章出现 {len(report.unknown_entities)} 个角色表中没有的人名（{names}），"

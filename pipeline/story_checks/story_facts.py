@@ -4,6 +4,7 @@ quotation is only a suspicion).
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -114,6 +115,40 @@ def foreshadowing_resolved_again(ledger: Mapping[str, str] | None,
             fid = str(op.get("path") or "")
             if ledger.get(fid) == "resolved" and fid not in [f["id"] for f in found]:
                 found.append({"id": fid, "detail": str(op.get("detail") or "")})
+    return found
+
+
+RULE_BANS = re.compile(r"(?:不可以|不可|不能|不得|不准|不许|禁止|严禁|无法|不会)([\u4e00-\u9fff]{2,8})")
+
+
+def _ban_bigrams(rule_text: str) -> list[str]:
+    """The two-character ends of what a rule forbids (凡人不可御剑飞行 -> 御剑, 飞行): a chapter
+    may break it in other words (御剑而起), which only the judge can tell."""
+    found = []
+    for phrase in RULE_BANS.findall(rule_text or ""):
+        found += [phrase[:2], phrase[-2:]]
+    return list(dict.fromkeys(found))
+
+
+def rule_paraphrase_hits(scene: SceneText, rules: Sequence[Mapping[str, Any]],
+                         keyword_hits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Established hard rules without a keyword hit whose forbidden action's words occur in plain
+    narration: a suspicion for the judge ("broken in other words?"), never a violation."""
+    already = {h["rule_id"] for h in keyword_hits}
+    found = []
+    for rule in rules:
+        rule_id = str(rule.get("id") or rule.get("rule_id") or "")
+        if rule_id in already or rule.get("constraint_type") != "hard" \
+                or (rule.get("canon_status") or "established") != "established":
+            continue
+        for word in _ban_bigrams(str(rule.get("rule") or "")):
+            start = scene.text.find(word)
+            while start != -1 and (scene.in_dialogue(start) or scene.negated(start)):
+                start = scene.text.find(word, start + len(word))
+            if start != -1:
+                found.append({"rule_id": rule_id, "word": word, "rule": str(rule.get("rule") or ""),
+                              "evidence": _evidence(scene, start)})
+                break
     return found
 
 
