@@ -102,3 +102,15 @@ def test_the_api_shows_aliases(project):
     detail = client.get(f"/api/projects/{project.slug}/characters/lin-feng")
     assert detail.status_code == 200, detail.content
     assert detail.json()["aliases"] == ["林师兄"]
+
+
+def test_the_admin_edits_aliases_with_its_json_editor(project, make_user):
+    from django.test import Client
+
+    admin = make_user("root", superuser=True)
+    client = Client()
+    client.force_login(admin)
+    character = Character.objects.get(project=project, slug="lin-feng")
+    page = client.get(reverse("admin:projects_character_change", args=[character.pk]))
+    assert page.status_code == 200
+    assert 'name="aliases"' in page.content.decode()
