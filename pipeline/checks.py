@@ -160,7 +160,8 @@ def length_check(text: str, target_chars: int | None, tolerance: float = 0.25) -
 
 @dataclass
 class CharacterReport:
-    retired_present: list[dict[str, str]]  # violation: [{slug, display_name}] of retired characters in the text
+    retired_present: list[dict[str, str]]  # [{slug, display_name}] named in the text; whether that is a
+    # violation (acting) or a suspicion (a mention) is pipeline.story_checks' call (#18)
     missing_contract: list[dict[str, str]]  # warning: contract characters the text never names
 
 
