@@ -16,7 +16,6 @@ from pipeline.story_checks.project_inputs import project_story_inputs, touched_f
 
 TARGET_CHARS = 3000
 STATUS_WORDS = {"planted": "已埋设", "advanced": "推进中", "resolved": "已回收"}
-GONE_WORDS = {"retired": "已退场"}
 
 
 def _ops(delta: Any) -> list[dict]:

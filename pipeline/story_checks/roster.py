@@ -77,11 +77,6 @@ class Roster:
                 found.append(NameHit(self._unique[name], name, match.start(), match.end()))
         return sorted(found, key=lambda h: h.start)
 
-    def last_named_before(self, hits: Sequence[NameHit], at: int, since: int) -> NameHit | None:
-        """The last roster name between ``since`` and ``at``: who a pronoun or a bare verb refers to."""
-        before = [h for h in hits if since <= h.start < at]
-        return before[-1] if before else None
-
 
 def _base_tagger():
     """jieba's default dictionary and tags, loaded once per process (about a second), then only read."""

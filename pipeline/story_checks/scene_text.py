@@ -64,14 +64,6 @@ class SceneText:
     def quoted(self) -> list[bool]:
         return quoted_mask(self.text)
 
-    @cached_property
-    def _sentence_starts(self) -> list[int]:
-        starts = [0]
-        for i, ch in enumerate(self.text):
-            if ch in SENTENCE_END or (ch in "”」』" and i > 0 and self.text[i - 1] in SENTENCE_END):
-                starts.append(i + 1)
-        return starts
-
     def _bounds(self, at: int, stops: str) -> Span:
         start = at
         while start > 0 and self.text[start - 1] not in stops and not self._quote_edge(start - 1, at):
