@@ -58,6 +58,7 @@ CONTRADICTIONS = {
     "an item used by a pronoun's character": "林枫愣了愣。他握紧玉佩，一言不发。",
     "an item the character never held": "林枫握紧玉佩，转身下山。",
     "a character placed where the state says he is not": "苏晚晴推门而入，在林枫身边坐下。",
+    "a character the text puts somewhere else": "这天夜里，林枫回到京城，推开了府门。",
     "a hard rule broken in plain narration": "林枫踏上长剑，御剑飞行，转眼越过山巅。",
     "an unknown named person": "林枫回头，看见王大锤扛着铁锤走上山来。",
 }
@@ -104,6 +105,8 @@ CLEAN = {
     "an item given to him in this chapter": "林枫接过玉佩，握紧玉佩走下山去。",
     "a character the delta moves here": "苏晚晴推门而入，在林枫身边坐下。",
     "a scene that cuts to where a character is": "与此同时，京城下起了雨。苏晚晴推开窗，望着北方出神。",
+    "a place looked at or remembered": "林枫站在青云山顶，望向京城的方向。他在京城时，曾见过这样的雪。",
+    "a place someone else comes from": "林枫在山门前停下脚步，京城来的使者已经到了。",
     "ordinary words jieba may tag as names": "他明白了。高兴的人都走了，江湖上只剩下黎明前的安静。林枫站起身。",
 }
 

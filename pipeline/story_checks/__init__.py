@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipeline.story_checks.cast import gone_characters, misplaced_characters, unknown_people
+from pipeline.story_checks.cast import gone_characters, misplaced_characters, text_placed_characters, unknown_people
 from pipeline.story_checks.roster import Roster
 from pipeline.story_checks.scene_text import SceneText
 from pipeline.story_checks.story_facts import (
@@ -51,6 +51,7 @@ class StoryReport:
     resolved_again: list[dict[str, str]]
     rules: list[dict[str, Any]]
     rule_echoes: list[dict[str, Any]] = field(default_factory=list)
+    placed_elsewhere: list[dict[str, Any]] = field(default_factory=list)
     violations: list[str] = field(default_factory=list)
     suspicions: list[str] = field(default_factory=list)
 
@@ -74,6 +75,9 @@ def story_checks(text: str, inputs: StoryInputs) -> StoryReport:
         rules=hard_rule_hits(scene, inputs.rules),
     )
     report.rule_echoes = rule_paraphrase_hits(scene, inputs.rules, report.rules)
+    already = {m["slug"] for m in report.misplaced}
+    report.placed_elsewhere = [p for p in text_placed_characters(scene, hits, inputs.state, inputs.place, ops)
+                               if p["slug"] not in already]
     _explain(report)
     return report
 
@@ -91,6 +95,9 @@ def _explain(report: StoryReport) -> None:
     for m in report.misplaced:
         v.append(f"角色「{m['display_name']}」按状态在「{m['location']}」，本章地点是「{m['place']}」，"
                  f"状态补丁也没有移动他：「{m['evidence']}」")
+    for p in report.placed_elsewhere:
+        v.append(f"正文让角色「{p['display_name']}」身在「{p['text_place']}」，但状态中他在「{p['location']}」，"
+                 f"状态补丁也没有移动他：「{p['evidence']}」")
     for i in report.items:
         had = "、".join(i["inventory"]) or "无"
         v.append(f"角色「{i['display_name']}」使用了「{i['item']}」，但状态中他并不持有（现有物品：{had}）：「{i['evidence']}」")

@@ -109,6 +109,49 @@ def misplaced_characters(scene: SceneText, hits: Sequence[NameHit], state: Mappi
     return list(found.values())
 
 
+def _known_places(state: Mapping[str, Any], place: str) -> list[str]:
+    names = set(_places(place))
+    for entry in (state.get("characters") or {}).values() if isinstance(state.get("characters"), Mapping) else []:
+        if isinstance(entry, Mapping) and isinstance(entry.get("location"), str):
+            names.add(entry["location"].strip())
+    if isinstance(state.get("locations"), Mapping):
+        names.update(str(k).strip() for k in state["locations"])
+    return sorted((n for n in names if len(n) >= 2), key=lambda n: (-len(n), n))
+
+
+def text_placed_characters(scene: SceneText, hits: Sequence[NameHit], state: Mapping[str, Any] | None, place: str,
+                           delta_ops: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Characters the narration puts at a known place (林枫站在京城的街头, 林枫回到青云山) that is not
+    their state location, unless the delta moves them: [{slug, display_name, location, text_place, evidence}]."""
+    characters = state.get("characters") if isinstance(state, Mapping) else None
+    if not isinstance(characters, Mapping):
+        return []
+    found: dict[str, dict[str, Any]] = {}
+    for known in _known_places(state, place):
+        for match in re.finditer(LOCATIVE + re.escape(known), scene.text):
+            at = match.end() - len(known)
+            if scene.in_dialogue(at) or scene.in_memory_frame(at) or scene.text[match.end():].startswith(PAST_TIME):
+                continue
+            sentence = scene.sentence(at)
+            who = next((h for h in reversed(hits) if sentence.start <= h.start and h.end <= match.start()), None)
+            if who is None or who.person.gone or who.person.slug in found or _moved(who.person.slug, delta_ops):
+                continue
+            entry = characters.get(who.person.slug)
+            location = entry.get("location") if isinstance(entry, Mapping) else None
+            if not isinstance(location, str) or not location.strip() or _same_place(location, known):
+                continue
+            if scene.text[who.end:match.start()].count("，") or len(scene.text[who.end:match.start()]) > 12:
+                continue  # the place belongs to someone or something later in the sentence
+            found[who.person.slug] = {"slug": who.person.slug, "display_name": who.person.display_name,
+                                      "location": location, "text_place": known, "evidence": _evidence(scene, at)}
+    return list(found.values())
+
+
+# "at" or "arriving at" right before a place name puts the subject there
+LOCATIVE = r"(?:身在|站在|坐在|躺在|待在|住在|守在|位于|置身|置身于|回到|来到|抵达|走进|进入|赶到|进了|到了|在)"
+PAST_TIME = ("时", "的时候", "那", "之时", "期间")
+
+
 def _looks_like_name(word: str) -> bool:
     if not re.fullmatch(r"[\u4e00-\u9fff]{2,4}", word) or word in NOT_NAMES or word[-1] in NOT_PERSON_ENDINGS:
         return False
