@@ -27,7 +27,7 @@ def chapter_checks(ctx: ChapterContext, delta: Any, text: str) -> ChecksReport:
     ops = _ops(delta)
     rules = [{"id": r["rule_id"], **r} for r in ctx.rules]
     story = project_story_inputs(ctx.project, characters=ctx.all_characters, state=ctx.state, place=ctx.place,
-                                 delta_ops=ops, rules=rules)
+                                 delta_ops=ops, rules=rules, contract=ctx.contract)
     return run_checks(
         text, blacklist=ctx.blacklist, target_chars=TARGET_CHARS, characters=ctx.all_characters,
         contract_slugs=[c.slug for c in ctx.cast], contract_updates=ctx.foreshadowing_updates,

@@ -40,6 +40,18 @@ def planned_names(new_characters_lists: Iterable[Any]) -> list[str]:
     return names
 
 
+def contract_names(contract: Mapping[str, Any] | None) -> list[str]:
+    """Who a chapter contract names (facts §10.7: ``character_states`` and ``state_changes`` keys)."""
+    if not isinstance(contract, Mapping):
+        return []
+    names = []
+    for part, key in (("preconditions", "character_states"), ("postconditions", "state_changes")):
+        section = contract.get(part)
+        found = section.get(key) if isinstance(section, Mapping) else None
+        names += [str(name) for name in found] if isinstance(found, Mapping) else []
+    return names
+
+
 def inventory_history(project: Project) -> list[dict[str, Any]]:
     """The inventory ops of every applied delta: items someone once held."""
     ops = []
@@ -56,11 +68,13 @@ def foreshadowing_ledger(project: Project) -> dict[str, str]:
 
 def project_story_inputs(project: Project, *, characters: Sequence[Mapping[str, Any]], state: Mapping[str, Any],
                          place: str, delta_ops: Sequence[Mapping[str, Any]],
-                         rules: Sequence[Mapping[str, Any]]) -> StoryInputs:
+                         rules: Sequence[Mapping[str, Any]], contract: Mapping[str, Any] | None = None) -> StoryInputs:
+    """``contract``: the chapter's L3 contract; the names its pre/postconditions give are planned."""
     return StoryInputs(
         characters=characters, state=state, place=place, delta_ops=delta_ops, rules=rules,
         ledger=foreshadowing_ledger(project), history_ops=inventory_history(project),
-        planned_names=planned_names(Volume.objects.filter(project=project).values_list("new_characters", flat=True)),
+        planned_names=[*planned_names(Volume.objects.filter(project=project).values_list("new_characters", flat=True)),
+                       *contract_names(contract)],
         unknown_limit=project_unknown_limit(project),
     )
 
