@@ -55,6 +55,8 @@ def item_vocabulary(state: Mapping[str, Any] | None, history_ops: Iterable[Mappi
     for entry in _characters(state).values():
         if isinstance(entry, Mapping) and isinstance(entry.get("inventory"), list):
             items.update(i for i in entry["inventory"] if isinstance(i, str))
+    if isinstance(state, Mapping) and isinstance(state.get("items"), Mapping):  # facts §10.8 top level "items"
+        items.update(str(name) for name in state["items"])
     for op in history_ops:
         path = op.get("path") if isinstance(op, Mapping) else None
         if isinstance(path, str) and path.endswith(".inventory") and op.get("op") in ("add", "remove"):
