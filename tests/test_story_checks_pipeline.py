@@ -3,6 +3,8 @@ caught by the checks and sends the chapter back to draft with the evidence, befo
 that only remembers the retired character is not blocked; the judge's request carries the evidence."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pipeline.blackboard import Blackboard
@@ -51,3 +53,25 @@ def test_a_chapter_that_only_remembers_is_not_blocked_by_the_checks(wakeups):
     assert checks["violations"] == []
     assert any("陈老" in s for s in checks["suspicions"])
     assert not any("deterministic" in r for r in content(run, "gate", "result")["reasons"])
+
+
+def test_unknown_names_under_the_platform_limit_reach_the_log_at_commit(wakeups):
+    from projects.models import ExtraFile
+    from projects.services.unknown_entities import UNKNOWN_ENTITIES_PATH
+
+    project = sample_project_create()
+    ExtraFile.objects.create(project=project, path="platform-profile.json", content=json.dumps(
+        {"schema_version": 1, "platform": "qidian", "info_load": {"max_unknown_entities_per_chapter": 2}}))
+    run = chapter_run_start(project_id=project.pk, batch_remaining=0)
+    wakeups.run_until("judge")
+    run.refresh_from_db()
+    board = Blackboard(run.blackboard)
+    text = board.as_("skill").read_content("chapter", "refined") or board.as_("skill").read_content("chapter", "draft")
+    board.as_("worker").write_content("chapter", "refined", text + "\n林枫回头，看见王大锤扛着铁锤走上山来。")
+    PipelineRun.objects.filter(pk=run.pk).update(blackboard=board.to_dict())
+    wakeups.run_until("commit")
+    assert wakeups.step() == "commit"
+    assert Chapter.objects.filter(project=project, number=1).exists()
+    lines = ExtraFile.objects.get(project=project, path=UNKNOWN_ENTITIES_PATH).content.splitlines()
+    assert json.loads(lines[0])["chapter"] == 1
+    assert [e["mention"] for e in json.loads(lines[0])["unknown_entities"]] == ["王大锤"]
