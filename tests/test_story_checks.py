@@ -94,6 +94,7 @@ CLEAN = {
     "a dream": "那一夜，苏姑娘的消息迟迟未到。林枫梦见老掌门站在云海边，朝他招手。",
     "the dead master's death recalled": "自从莫长风死后，青云山便冷清了许多。林枫走过空荡荡的大殿。",
     "a retired character's name said aloud": "“王伯的灯笼还挂在门口呢。”赵明笑着说。",
+    "a portrait looked at": "林枫看着莫长风的画像，久久不语。",
     "a wish about the dead": "要是老掌门还在，一定会骂他们胡闹。",
     "the dead's things": "墙上挂着莫长风的画像，画像下是他留下的长剑。",
     "talk about the dead": "没有人再提起莫掌门。大家都说莫长风是个好人。",

@@ -11,7 +11,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pipeline.story_checks.roster import NameHit, Roster, person_tagger
-from pipeline.story_checks.scene_text import SceneText, acts_after, is_present_object, is_subject
+from pipeline.story_checks.scene_text import (
+    PASSIVE_AFTER_NAME,
+    SceneText,
+    acts_after,
+    is_present_object,
+    is_subject,
+)
 
 EVIDENCE_CHARS = 60
 # The hundred-odd commonest surnames, single and double. A jieba ``nr`` word that does not start with
@@ -46,7 +52,7 @@ def acting(scene: SceneText, hit: NameHit) -> bool:
     if scene.in_dialogue(hit.start) or scene.in_memory_frame(hit.start):
         return False
     clause = scene.clause(hit.start)
-    if is_present_object(scene.text, hit.start, clause.start):
+    if is_present_object(scene.text, hit.start, clause.start) and not scene.text[hit.end:].startswith(PASSIVE_AFTER_NAME):
         return True
     return is_subject(scene.text, hit.start, clause.start) and acts_after(scene.text, hit.end, clause.end)
 
