@@ -31,9 +31,10 @@ SURNAMES = frozenset(
 DOUBLE_SURNAMES = ("欧阳", "司马", "上官", "诸葛", "东方", "皇甫", "慕容", "令狐", "独孤", "南宫", "西门", "公孙", "尉迟",
                    "宇文", "长孙", "夏侯", "轩辕", "端木", "百里", "司徒", "呼延", "第五")
 NOT_PERSON_ENDINGS = frozenset("家氏府门村庄帮派军宗族营寨楼阁殿国朝")  # 赵家, 林府: a clan or a place
-# jieba's dictionary tags many common words ``nr`` (胡来, 冷清, 石阶, 明白); an invented name is rare
-# or absent there, so a word the dictionary counts this often is a word, not a new person
-COMMON_WORD_FREQ = 50
+# jieba's dictionary tags many common words ``nr`` (胡来, 冷清, 石阶, 田埂, 明白); an invented name is
+# absent there (its prefixes are stored with frequency 0), so a word the dictionary counts is a word
+COMMON_WORD_FREQ = 1
+SURNAME_FLAGS = frozenset({"nr", "nrt", "nrfg", "j", "ns"})
 GIVEN_NAME_FLAGS = frozenset("nag")  # noun, adjective or morpheme after a lone surname: 王大锤, 李小白
 # Common words jieba tags ``nr`` that start with a surname character
 NOT_NAMES = frozenset({"明白", "高兴", "安静", "文字", "江湖", "金色", "黄色", "白色", "黎明", "温柔", "常常", "方才", "时候",
@@ -161,6 +162,8 @@ PAST_TIME = ("时", "的时候", "那", "之时", "期间")
 def _looks_like_name(word: str) -> bool:
     if not re.fullmatch(r"[\u4e00-\u9fff]{2,4}", word) or word in NOT_NAMES or word[-1] in NOT_PERSON_ENDINGS:
         return False
+    if any(a == b for a, b in zip(word, word[1:])):
+        return False  # 蒙蒙亮, 冷冰冰, 黄澄澄: reduplicated descriptions, which jieba tags nr
     return word[0] in SURNAMES or word.startswith(DOUBLE_SURNAMES)
 
 
@@ -192,7 +195,8 @@ def _person_words(text: str, tagger) -> list[tuple[str, int]]:
         at = start + len(pair.word)
     words = []
     for i, (word, flag, start) in enumerate(pairs):
-        if not flag.startswith("nr") and word not in DOUBLE_SURNAMES:
+        lone_surname = len(word) == 1 and word in SURNAMES and flag in SURNAME_FLAGS  # 韩 is tagged j
+        if not flag.startswith("nr") and word not in DOUBLE_SURNAMES and not lone_surname:
             continue
         if (word in DOUBLE_SURNAMES or (len(word) == 1 and word in SURNAMES)) and i + 1 < len(pairs):
             given, given_flag, given_start = pairs[i + 1]
