@@ -162,3 +162,16 @@ def test_unknown_names_are_appended_once_per_chapter_and_exported(project):
         {"mention": "王大锤", "context": "王大锤扛着铁锤", "suggested_type": "character"},
         {"mention": "李四", "context": "", "suggested_type": "character"}]}]
     assert UNKNOWN_ENTITIES_PATH in dict(tree_files(project))
+
+
+def test_the_gate_page_shows_the_suspicions_beside_the_violations():
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    checks = {"violations": ["已退场角色「陈老」在场景中行动或说话：「老先生推门走了进来」"],
+              "warnings": [], "suspicions": ["已退场角色「陈老」在对话、回忆或闪回中被提及，请确认只是提及：「林枫想起老先生」"]}
+    with translation.override("zh-hans"):
+        html = render_to_string("projects/_checks.html", {"checks": checks})
+    assert "交由评审判断" in html and "林枫想起老先生" in html and "老先生推门走了进来" in html
+    with translation.override("en"):
+        assert "For the judge to weigh" in render_to_string("projects/_checks.html", {"checks": checks})
