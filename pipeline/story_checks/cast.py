@@ -1,7 +1,7 @@
 """Checks of who is in the scene (#18): a retired or dead character acting or speaking, a character
 acting somewhere else than the state puts them, and named people nobody knows.
 
-Each returns findings as plain dicts; ``pipeline.story_checks.report`` turns them into violations
+Each returns findings as plain dicts; ``pipeline.story_checks.story_checks`` turns them into violations
 (they force a revision) and suspicions (the judge weighs them).
 """
 from __future__ import annotations
@@ -19,7 +19,6 @@ from pipeline.story_checks.scene_text import (
     is_subject,
 )
 
-EVIDENCE_CHARS = 60
 # The hundred-odd commonest surnames, single and double. A jieba ``nr`` word that does not start with
 # one is far more often a common word mis-tagged (明白, 高兴) than a name.
 SURNAMES = frozenset(
@@ -40,11 +39,6 @@ GIVEN_NAME_FLAGS = frozenset("nag")  # noun, adjective or morpheme after a lone 
 NOT_NAMES = frozenset({"明白", "高兴", "安静", "文字", "江湖", "金色", "黄色", "白色", "黎明", "温柔", "常常", "方才", "时候",
                        "于是", "万一", "向来", "成功", "和尚", "石头", "龙头", "金子", "关于", "令人", "宁可", "凌乱",
                        "余光", "史上", "华丽", "龙王", "师父", "师兄", "师姐", "师妹", "师弟", "路上", "武功", "安全"})
-
-
-def _evidence(scene: SceneText, at: int) -> str:
-    span = scene.sentence(at)
-    return scene.text[span.start:span.end].strip()[:EVIDENCE_CHARS]
 
 
 def acting(scene: SceneText, hit: NameHit) -> bool:
@@ -68,7 +62,7 @@ def gone_characters(scene: SceneText, roster: Roster, hits: Sequence[NameHit]) -
         kind = "acts" if acting(scene, hit) else "mentioned"
         found.setdefault((hit.person.slug, kind), {
             "slug": hit.person.slug, "display_name": hit.person.display_name, "name": hit.name, "gone": hit.person.gone,
-            "kind": kind, "evidence": _evidence(scene, hit.start)})
+            "kind": kind, "evidence": scene.evidence(hit.start)})
     return list(found.values())
 
 
@@ -112,7 +106,7 @@ def misplaced_characters(scene: SceneText, hits: Sequence[NameHit], state: Mappi
             continue  # the scene cuts to where they are (京城那边，苏晚晴推开窗): no contradiction
 
         found[slug] = {"slug": slug, "display_name": hit.person.display_name, "location": location, "place": place,
-                       "evidence": _evidence(scene, hit.start)}
+                       "evidence": scene.evidence(hit.start)}
     return list(found.values())
 
 
@@ -150,7 +144,7 @@ def text_placed_characters(scene: SceneText, hits: Sequence[NameHit], state: Map
             if scene.text[who.end:match.start()].count("，") or len(scene.text[who.end:match.start()]) > 12:
                 continue  # the place belongs to someone or something later in the sentence
             found[who.person.slug] = {"slug": who.person.slug, "display_name": who.person.display_name,
-                                      "location": location, "text_place": known, "evidence": _evidence(scene, at)}
+                                      "location": location, "text_place": known, "evidence": scene.evidence(at)}
     return list(found.values())
 
 
@@ -180,7 +174,7 @@ def unknown_people(scene: SceneText, roster: Roster, planned_names: Iterable[str
             continue
         if word in known or any(word in name or name in word for name in known if len(name) >= 2):
             continue
-        found[word] = {"mention": word, "context": _evidence(scene, start), "suggested_type": "character"}
+        found[word] = {"mention": word, "context": scene.evidence(start), "suggested_type": "character"}
     return list(found.values())
 
 

@@ -13,6 +13,7 @@ from functools import cached_property
 
 from pipeline.checks import quoted_mask
 
+EVIDENCE_CHARS = 60
 SENTENCE_END = "。！？!?；;…\n"
 CLAUSE_END = SENTENCE_END + "，,：:、"
 # A memory, a dream, a flashback, a grave: what follows in the paragraph happens in the past or in
@@ -89,6 +90,11 @@ class SceneText:
         start = self.text.rfind("\n", 0, at) + 1
         end = self.text.find("\n", at)
         return Span(start, len(self.text) if end == -1 else end)
+
+    def evidence(self, at: int) -> str:
+        """The sentence around ``at``, trimmed to EVIDENCE_CHARS: what a finding quotes."""
+        span = self.sentence(at)
+        return self.text[span.start:span.end].strip()[:EVIDENCE_CHARS]
 
     def narration(self, span: Span) -> str:
         """The span's text with dialogue blanked out (so a 死 said aloud frames nothing)."""

@@ -11,16 +11,10 @@ from typing import Any
 from pipeline.story_checks.roster import NameHit
 from pipeline.story_checks.scene_text import SceneText
 
-EVIDENCE_CHARS = 60
 # Verbs of using or holding a thing, between the user's name and the thing (林枫拔出破碎魔杖)
 USE_VERBS = ("拔出", "抽出", "取出", "掏出", "拿出", "摸出", "亮出", "祭出", "握", "持", "举", "挥", "拿", "用", "使",
              "戴", "佩", "背", "披", "捧", "攥", "递", "展开", "打开", "点燃", "吹响", "翻开", "穿", "扛", "提着", "晃",
              "按", "抚", "摩挲", "掂")
-
-
-def _evidence(scene: SceneText, at: int) -> str:
-    span = scene.sentence(at)
-    return scene.text[span.start:span.end].strip()[:EVIDENCE_CHARS]
 
 
 def _characters(state: Any) -> Mapping[str, Any]:
@@ -104,7 +98,7 @@ def _item_use(scene: SceneText, hits: Sequence[NameHit], state: Mapping[str, Any
         return None
     held = _inventory(state or {}, user.person.slug) or []
     return {"slug": user.person.slug, "display_name": user.person.display_name, "item": item,
-            "inventory": held, "evidence": _evidence(scene, at)}
+            "inventory": held, "evidence": scene.evidence(at)}
 
 
 def foreshadowing_resolved_again(ledger: Mapping[str, str] | None,
@@ -149,7 +143,7 @@ def rule_paraphrase_hits(scene: SceneText, rules: Sequence[Mapping[str, Any]],
                 start = scene.text.find(word, start + len(word))
             if start != -1:
                 found.append({"rule_id": rule_id, "word": word, "rule": str(rule.get("rule") or ""),
-                              "evidence": _evidence(scene, start)})
+                              "evidence": scene.evidence(start)})
                 break
     return found
 
@@ -172,7 +166,7 @@ def hard_rule_hits(scene: SceneText, rules: Sequence[Mapping[str, Any]]) -> list
                 if best is None or (best["framed"] and not framed):
                     best = {"rule_id": str(rule.get("id") or rule.get("rule_id") or ""), "keyword": keyword,
                             "rule": str(rule.get("rule") or ""), "framed": framed,
-                            "evidence": _evidence(scene, start)}
+                            "evidence": scene.evidence(start)}
                 if not framed:
                     break
                 start = scene.text.find(keyword, start + len(keyword))
