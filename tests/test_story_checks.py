@@ -19,13 +19,13 @@ CHARACTERS = [
     {"slug": "lao-wang", "display_name": "老王", "status": "retired", "aliases": ["王伯"]},
 ]
 STATE = {"characters": {
-    "lin-feng": {"display_name": "林枫", "location": "青云山", "inventory": ["密信", "青钢剑"]},
+    "lin-feng": {"display_name": "林枫", "location": "青云山", "inventory": ["一封密信", "青钢剑"]},
     "su-wanqing": {"display_name": "苏晚晴", "location": "京城", "inventory": ["玉佩"]},
     "mo-changfeng": {"display_name": "莫长风", "location": "青云山", "status": "dead", "inventory": []},
     "zhao-ming": {"display_name": "赵明", "location": "青云山", "inventory": []},
 }}
-HISTORY = [{"op": "add", "path": "characters.lin-feng.inventory", "value": "破碎魔杖"},
-           {"op": "remove", "path": "characters.lin-feng.inventory", "value": "破碎魔杖"}]
+HISTORY = [{"op": "add", "path": "characters.lin-feng.inventory", "value": "一根破碎魔杖"},
+           {"op": "remove", "path": "characters.lin-feng.inventory", "value": "一根破碎魔杖"}]
 RULES = [
     {"id": "W-001", "rule": "凡人不可御剑飞行", "constraint_type": "hard", "keywords": ["御剑飞行", "御剑而行"]},
     {"id": "W-002", "rule": "死者不可复生", "constraint_type": "hard", "keywords": ["死而复生", "起死回生"]},

@@ -17,6 +17,15 @@ USE_VERBS = ("拔出", "抽出", "取出", "掏出", "拿出", "摸出", "亮出
              "按", "抚", "摩挲", "掂")
 
 
+_MEASURE = re.compile(r"^[一二两三四五六七八九十半几数]+[把枚封块张柄件颗粒只支本卷面串根条双副顶个份瓶袋包]")
+
+
+def item_core(item: str) -> str:
+    """An item's name without a leading count (一封密信 -> 密信), as the text usually says it."""
+    core = _MEASURE.sub("", item.strip())
+    return core if len(core) >= 2 else item.strip()
+
+
 def _characters(state: Any) -> Mapping[str, Any]:
     characters = state.get("characters") if isinstance(state, Mapping) else None
     return characters if isinstance(characters, Mapping) else {}
@@ -25,7 +34,7 @@ def _characters(state: Any) -> Mapping[str, Any]:
 def _inventory(state: Mapping[str, Any], slug: str) -> list[str] | None:
     entry = _characters(state).get(slug)
     items = entry.get("inventory") if isinstance(entry, Mapping) else None
-    return [i for i in items if isinstance(i, str)] if isinstance(items, list) else None
+    return [item_core(i) for i in items if isinstance(i, str)] if isinstance(items, list) else None
 
 
 def _holds(state: Mapping[str, Any] | None, slug: str, item: str, delta_ops: Sequence[Mapping[str, Any]]) -> bool:
@@ -37,9 +46,12 @@ def _holds(state: Mapping[str, Any] | None, slug: str, item: str, delta_ops: Seq
 
 def _item_ops(delta_ops: Iterable[Mapping[str, Any]], slug: str, item: str) -> bool:
     """The chapter's delta gives ``item`` to ``slug`` (so using it here is the story moving on)."""
-    return any(isinstance(op, Mapping) and op.get("op") in ("add", "set") and op.get("path") == f"characters.{slug}.inventory"
-               and (op.get("value") == item or (isinstance(op.get("value"), list) and item in op["value"]))
-               for op in delta_ops)
+    for op in delta_ops:
+        if isinstance(op, Mapping) and op.get("op") in ("add", "set") and op.get("path") == f"characters.{slug}.inventory":
+            values = op.get("value") if isinstance(op.get("value"), list) else [op.get("value")]
+            if any(isinstance(v, str) and item_core(v) == item for v in values):
+                return True
+    return False
 
 
 def item_vocabulary(state: Mapping[str, Any] | None, history_ops: Iterable[Mapping[str, Any]] = ()) -> list[str]:
@@ -56,7 +68,8 @@ def item_vocabulary(state: Mapping[str, Any] | None, history_ops: Iterable[Mappi
         if isinstance(path, str) and path.endswith(".inventory") and op.get("op") in ("add", "remove"):
             value = op.get("value")
             items.update(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str))
-    return sorted((i for i in items if len(i.strip()) >= 2), key=lambda i: (-len(i), i))
+    cores = {item_core(i) for i in items if isinstance(i, str)}
+    return sorted((i for i in cores if len(i) >= 2), key=lambda i: (-len(i), i))
 
 
 def items_not_held(scene: SceneText, hits: Sequence[NameHit], state: Mapping[str, Any] | None,
