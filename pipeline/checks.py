@@ -160,7 +160,8 @@ def length_check(text: str, target_chars: int | None, tolerance: float = 0.25) -
 
 @dataclass
 class CharacterReport:
-    retired_present: list[dict[str, str]]  # violation: [{slug, display_name}] of retired characters in the text
+    retired_present: list[dict[str, str]]  # [{slug, display_name}] named in the text; whether that is a
+    # violation (acting) or a suspicion (a mention) is pipeline.story_checks' call (#18)
     missing_contract: list[dict[str, str]]  # warning: contract characters the text never names
 
 
@@ -238,6 +239,8 @@ class ChecksReport:
     hard_rules: list[dict[str, str]]
     violations: list[str] = field(default_factory=list)  # for gate.decide(deterministic_violations=...)
     warnings: list[str] = field(default_factory=list)  # for the judge only
+    story: Any = None  # pipeline.story_checks.StoryReport (#18)
+    suspicions: list[str] = field(default_factory=list)  # for the judge: it decides (#18)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -248,6 +251,8 @@ class ChecksReport:
             "hard_rules": list(self.hard_rules),
             "violations": list(self.violations),
             "warnings": list(self.warnings),
+            "suspicions": list(self.suspicions),
+            "story": self.story.as_dict() if self.story is not None else None,
         }
 
 
@@ -255,20 +260,29 @@ def run_checks(text: str, *, blacklist: Mapping[str, Any] | None = None, target_
                tolerance: float = 0.25, characters: Sequence[Mapping[str, Any]] = (),
                contract_slugs: Iterable[str] = (), contract_updates: Mapping[str, str] | None = None,
                delta_ops: Sequence[Mapping[str, Any]] = (), objectives: Sequence[Mapping[str, Any]] = (),
-               rules: Sequence[Mapping[str, Any]] = ()) -> ChecksReport:
-    """All checks on one staged chapter. Violations: a retired character appears, an established hard
-    rule's keyword occurs, a contract foreshadowing update or required foreshadowing objective has no
-    delta op. Everything else (length, absent contract characters, blacklist overruns) is a warning."""
+               rules: Sequence[Mapping[str, Any]] = (), story: Any = None) -> ChecksReport:
+    """All checks on one staged chapter. Violations: the story checks' (#18, ``pipeline.story_checks``:
+    a retired or dead character acting, a character out of place, an item not held, a foreshadowing
+    item resolved again, a hard rule broken in plain narration, too many unknown names), a contract
+    foreshadowing update or required foreshadowing objective with no delta op. Their suspicions go
+    to the judge; everything else (length, absent contract characters, blacklist overruns) is a
+    warning. ``story`` is a ``StoryInputs``; without one, the roster and rules given here are used."""
+    from pipeline.story_checks import StoryInputs, story_checks  # it reads quotes through this module
+
+    story = story or StoryInputs(characters=characters, delta_ops=delta_ops, rules=rules)
     report = ChecksReport(
         blacklist=blacklist_hits(text, blacklist),
         length=length_check(text, target_chars, tolerance),
         characters=character_check(text, characters, contract_slugs),
         foreshadowing=foreshadowing_check(contract_updates, delta_ops, objectives),
         hard_rules=hard_rule_check(text, rules),
+        story=story_checks(text, story),
     )
     v, w = report.violations, report.warnings
-    v += [f"已退场角色「{c['display_name']}」({c['slug']}) 不应出现在正文中" for c in report.characters.retired_present]
-    v += [f"{h['rule_id']}：正文出现「{h['keyword']}」，违反硬规则：{h['rule']}" for h in report.hard_rules]
+    # a retired character named, or a rule's keyword found, is judged in context by the story checks:
+    # acting or plain narration is a violation, a mention or a negation a suspicion (#18)
+    v += report.story.violations
+    report.suspicions += report.story.suspicions
     v += [f"伏笔 {m['id']} 按章节契约应为 {m['expected']}，但状态补丁中没有对应的 foreshadow 操作"
           for m in report.foreshadowing.missing_updates]
     v += [f"目标 {m['objective_id']} 要求处理伏笔 {m['target']}，但状态补丁中没有对应的 foreshadow 操作"

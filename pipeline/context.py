@@ -49,7 +49,7 @@ class ChapterContext:
     outline_block: str
     storyline_id: str
     cast: list[CastMember]
-    all_characters: list[dict]  # slug, display_name, status of everyone (for the checks)
+    all_characters: list[dict]  # slug, display_name, status, aliases of everyone (for the checks)
     rules: list[dict]
     hard_rules: list[str]
     style_profile: dict
@@ -86,7 +86,8 @@ def outline_block(outline: str, chapter: int) -> tuple[str, str]:
 
 
 def _cast(project: Project, contract: dict, state: dict, outline: str) -> tuple[list[CastMember], list[dict]]:
-    everyone = list(project.characters.only("slug", "display_name", "status", "profile", "contracts"))
+    everyone = list(project.characters.only("slug", "display_name", "status", "profile", "contracts",
+                                                    "aliases"))
     wanted = {str(key).lower() for key in ((contract.get("preconditions") or {}).get("character_states") or {})}
     chosen = [c for c in everyone if c.slug.lower() in wanted or c.display_name.lower() in wanted]
     named = bool(chosen)
@@ -98,7 +99,8 @@ def _cast(project: Project, contract: dict, state: dict, outline: str) -> tuple[
                        profile_for_writer(c.profile, named=named,
                                           mentioned=c.display_name in mentions or c.slug in mentions))
             for c in chosen]
-    return cast, [{"slug": c.slug, "display_name": c.display_name, "status": c.status} for c in everyone]
+    return cast, [{"slug": c.slug, "display_name": c.display_name, "status": c.status, "aliases": c.aliases}
+                  for c in everyone]
 
 
 def _memory(project: Project, chapter: int) -> tuple[list[tuple[int, str]], list[dict], int]:

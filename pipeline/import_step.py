@@ -25,6 +25,7 @@ from pipeline.lock_objects import run_lock
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.platform_gate import gate_settings_for, hook_field_problems, platform_review
 from pipeline.plan_validation import validate_volume_plan
+from pipeline.chapter_checks import staged_chapter_checks
 from pipeline.checkpoint import checkpoint_update
 from pipeline.runs import _chapter_run_create
 from pipeline.stages.draft import split_chapter
@@ -50,6 +51,7 @@ class Imported:
     run_id: int
     next_stage: str
     status: str
+    violations: tuple[str, ...] = ()  # the deterministic checks' violations of an imported judge step (#18)
 
 
 def step_import(*, project_id: int, tree: str | Path, step: str, user=None) -> Imported:
@@ -97,6 +99,7 @@ def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: 
         return Imported(step, run.pk, "commit", RunStatus.QUEUED)
     checkpoint: dict[str, Any] = {"pipeline_stage": STAGE_AFTER[phase]}
     next_stage, status, question = CHAPTER_ORDER[phase], RunStatus.WAITING, None
+    violations: tuple[str, ...] = ()
     if phase in ("draft", "refine"):
         title, body = split_chapter(_read(tree, paths.chapter), f"第{number}章")
         worker.write_content("chapter", "title", title)
@@ -118,8 +121,15 @@ def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: 
         if platform_limits(project)["hook_policy"]["required"] and (problems := hook_field_problems(evaluation)):
             raise InvalidData(f"{paths.evaluation}: the platform requires a chapter-end hook verdict: "
                               + "; ".join(problems))  # facts §7.1: judge validation under hook_policy.required
+        # the same deterministic checks as the pipeline's judge (#18): a violation sends it back to draft
+        skill = board.as_("skill")
+        text = skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft") or ""
+        checks = staged_chapter_checks(project, number, run.context, skill.read_content("summary", "delta"), text)
+        violations = tuple(checks.violations)
         result = decide(evaluation, revision_count=project.revision_count, settings=gate_settings_for(project),
-                        policy_failures=platform_review(evaluation, project, number))
+                        policy_failures=platform_review(evaluation, project, number),
+                        deterministic_violations=checks.violations)
+        worker.write_content("evaluation", "checks", checks.as_dict())
         worker.write_content("evaluation", "data", evaluation)
         worker.write_content("gate", "result", {**result.as_dict(), "revisions": project.revision_count})
         next_stage = {"pass": "commit", "force_passed": "commit", "polish": "refine", "revise": "draft"}.get(
@@ -138,7 +148,7 @@ def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: 
         from pipeline.gates import question_open
 
         question_open(run=run, step=question["step"], spec=question["spec"], answer_path=question["answer_path"])
-    return Imported(step, run.pk, next_stage, status)
+    return Imported(step, run.pk, next_stage, status, violations)
 
 
 def _external_chapter_run(project: Project, number: int, phase: str, user) -> PipelineRun:

@@ -279,6 +279,20 @@ def _chapter(reader: TreeReader, check: StepCheck, checkpoint: dict, step: StepI
         evaluation = reader.json_object(files.evaluation)
         if evaluation is not None:
             _check_eval(reader, check, evaluation, files.evaluation, step.chapter, commit=stage == "commit")
+        if text is not None:
+            _check_story(reader, check, text, files, step.chapter)
+
+
+def _check_story(reader: TreeReader, check: StepCheck, text: str, files, chapter: int) -> None:
+    """#18: the story checks, as the pipeline's judge runs them: violations block the step, suspicions
+    are warnings for the person (or the judge) to weigh."""
+    from pipeline.story_checks import story_checks
+    from pipeline.story_checks.tree_inputs import tree_story_inputs
+
+    delta = reader.json_object(files.delta, quiet=True) if reader.exists(files.delta) else None
+    report = story_checks(text, tree_story_inputs(reader, chapter, delta))
+    check.errors.extend(f"{files.chapter}: {violation}" for violation in report.violations)
+    check.warnings.extend(f"{files.chapter}: {suspicion}" for suspicion in report.suspicions)
 
 
 def _check_delta(reader: TreeReader, check: StepCheck, delta: dict, rel: str, chapter: int, *, strict: bool) -> None:

@@ -29,6 +29,12 @@ class InvalidData(NovelsiteError):
     http_status = 400
 
 
+class ForeshadowingAlreadyResolved(InvalidData):
+    """A foreshadowing item is resolved once (#18): a second ``resolved`` is refused, not recorded."""
+
+    code = "foreshadowing_already_resolved"
+
+
 class VersionConflict(NovelsiteError):
     """Someone saved a newer version meanwhile; reload and apply your change again."""
 

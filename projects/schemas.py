@@ -241,6 +241,13 @@ CHARACTER_CONTRACTS: Schema = {  # the contracts[] of characters/<status>/<slug>
     },
 }
 
+CHARACTER_ALIASES: Schema = {  # other names and titles the text may call a character by (#18; an extra key in the tree)
+    "type": "array",
+    "title": "Aliases and titles",
+    "items": {"type": "string", "minLength": 1, "maxLength": 40},
+    "maxItems": 50,
+}
+
 EXTRA_KEYS: Schema = {  # keys of an imported file that Novelsite does not model, kept for export
     "type": "object",
     "title": "Other keys",
@@ -729,6 +736,7 @@ CHARACTER_FILE: Schema = {  # characters/<status>/<slug>.json, facts §10.2
         "display_name": {"type": "string", "minLength": 1, "maxLength": 100},
         "canon_status": {"type": "string", "enum": ["established", "planned", "deprecated"]},
         "contracts": CHARACTER_CONTRACTS,
+        "aliases": CHARACTER_ALIASES,
     },
     "required": ["display_name", "contracts"],
     "additionalProperties": True,

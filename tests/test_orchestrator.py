@@ -496,7 +496,7 @@ def test_an_outside_executor_writes_a_whole_chapter_through_import_step(sample_p
 
     write("chapters/chapter-001.md", draft)
     assert step("chapter:001:draft") == {"step": "chapter:001:draft", "run_id": step_run_id(sample_project),
-                                         "next_stage": "summarize", "status": "waiting"}
+                                         "next_stage": "summarize", "status": "waiting", "violations": []}
     assert next_step(sample_project).action == "import_step"
     write("summaries/chapter-001-summary.md", summary["summary"])
     write("state/chapter-001-delta.json", json.dumps({"chapter": 1, "base_state_version": version,

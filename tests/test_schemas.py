@@ -58,6 +58,7 @@ CASES: dict[str, tuple[object, object, str]] = {
     "RULE_EXCEPTIONS": (["雪夜"], {"a": 1}, "$"),
     "CHARACTER_CONTRACTS": ([{"id": "C-LIN-FENG-001", "type": "personality", "rule": "执拗"}],
                             [{"id": "C-LIN-FENG-001", "type": "mood", "rule": "执拗"}], "$[0].type"),
+    "CHARACTER_ALIASES": (["林师兄", "枫哥"], ["林师兄", ""], "$[1]"),
     "EXTRA_KEYS": ({"x": 1}, [1], "$"),
     "STORYLINE_SPEC": ({"spec_version": 1, "rules": [{"id": "LS-001", "rule": "r", "constraint_type": "hard"}]},
                        {"rules": [{"id": "LS-1", "rule": "r", "constraint_type": "hard"}]}, "$.rules[0].id"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from pipeline.blackboard import Blackboard
-from pipeline.checks import run_checks
+from pipeline.chapter_checks import chapter_checks, judge_evidence
 from pipeline.context import ChapterContext
 from pipeline.gate import decide
 from pipeline.llm.types import LLMBadOutput
@@ -44,14 +44,7 @@ def pause_question(chapter: int, decision: str, overall) -> dict:
 
 
 def _checks(ctx: ChapterContext, board: Blackboard, text: str):
-    delta = board.as_("skill").read_content("summary", "delta") or {}
-    return run_checks(
-        text, blacklist=ctx.blacklist, target_chars=platform_limits(ctx.project)["target_chars"],
-        characters=ctx.all_characters,
-        contract_slugs=[c.slug for c in ctx.cast], contract_updates=ctx.foreshadowing_updates,
-        delta_ops=delta.get("ops", []), objectives=ctx.objectives,
-        rules=[{"id": r["rule_id"], **r} for r in ctx.rules],
-    )
+    return chapter_checks(ctx, board.as_("skill").read_content("summary", "delta") or {}, text)
 
 
 def _evaluation(call, hook_required: bool = False) -> dict:
@@ -97,7 +90,9 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     skill = board.as_("skill")
     text = skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft")
     checks = _checks(ctx, board, text)
-    slice_ = {"chapter": ctx.chapter, "objectives": ctx.objectives, "checks": checks.as_dict(),
+    # #18: the judge sees the evidence (cast state, roster and aliases, ledger, check results)
+    evidence = judge_evidence(ctx, skill.read_content("summary", "delta") or {}, checks)
+    slice_ = {"chapter": ctx.chapter, "objectives": ctx.objectives, "checks": checks.as_dict(), "evidence": evidence,
               **platform_slice(ctx.project, ctx.chapter, text)}
     blocks = [
         *system_blocks(ctx, ROLE),

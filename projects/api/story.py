@@ -55,7 +55,7 @@ class CharacterListApi(APIView):
     class CharacterListOutput(serializers.ModelSerializer):
         class Meta:
             model = Character
-            fields = ["slug", "display_name", "status", "canon_status", "version", "updated_at"]
+            fields = ["slug", "display_name", "status", "canon_status", "aliases", "version", "updated_at"]
 
     @extend_schema(responses=CharacterListOutput(many=True))
     def get(self, request, slug: str) -> Response:
@@ -68,7 +68,8 @@ class CharacterDetailApi(APIView):
     class CharacterDetailOutput(serializers.ModelSerializer):
         class Meta:
             model = Character
-            fields = ["slug", "display_name", "status", "canon_status", "profile", "contracts", "extra", "version",
+            fields = ["slug", "display_name", "status", "canon_status", "aliases", "profile", "contracts", "extra",
+                      "version",
                       "created_at", "updated_at"]
 
     @extend_schema(responses=CharacterDetailOutput)

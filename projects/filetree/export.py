@@ -126,6 +126,8 @@ def _characters(project: Project) -> Iterator[tuple[str, bytes]]:
     for character in project.characters.all():
         data = {**character.extra, "id": character.slug, "display_name": character.display_name,
                 "canon_status": character.canon_status, "contracts": character.contracts}
+        if character.aliases:  # #18: an extra key of facts §10.2's file; absent when there are none
+            data["aliases"] = character.aliases
         yield paths.character_path(character.status, character.slug, "json"), dump_json(data)
         yield paths.character_path(character.status, character.slug, "md"), dump_text(character.profile)
     if project.relationships:

@@ -229,11 +229,11 @@ def _rule(project: Project, position: int, rule: dict[str, Any]) -> WorldRule:
 
 def _character(project: Project, slug: str, entry: dict[str, Any]) -> Character:
     body = entry["json"]
-    known = ("id", "display_name", "canon_status", "contracts")
+    known = ("id", "display_name", "canon_status", "contracts", "aliases")
     return Character(
         project=project, slug=slug, status=entry["status"], display_name=body["display_name"],
         canon_status=body.get("canon_status", "established"), profile=entry["profile"],
-        contracts=body["contracts"], extra={k: v for k, v in body.items() if k not in known},
+        contracts=body["contracts"], aliases=body.get("aliases", []), extra={k: v for k, v in body.items() if k not in known},
     )
 
 

@@ -313,6 +313,12 @@ def _global_foreshadowing(tree, match, path, data):
     items = body if isinstance(body, list) else body["foreshadowing"]
     if len({item["id"] for item in items}) != len(items):
         raise TreeError(path, "a foreshadowing id appears twice")
+    for item in items:  # #18: an item is resolved once; a tree that recorded it twice is refused
+        resolved = sorted({entry.get("chapter") for entry in item.get("history") or []
+                           if isinstance(entry, dict) and entry.get("action") == "resolved"}, key=str)
+        if len(resolved) > 1:
+            raise TreeError(path, f"foreshadowing {item['id']} is resolved twice (chapters "
+                                  f"{', '.join(map(str, resolved))}); an item is resolved once")
     tree.foreshadowing = items
 
 

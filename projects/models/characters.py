@@ -22,6 +22,10 @@ class Character(EditVersioned):
     canon_status = models.CharField(max_length=12, choices=CanonStatus, default=CanonStatus.ESTABLISHED)
     profile = models.TextField(blank=True, help_text="Narrative profile (Markdown).")
     contracts = SchemaJSONField(schema_name="CHARACTER_CONTRACTS", default=list, blank=True)
+    aliases = SchemaJSONField(
+        schema_name="CHARACTER_ALIASES", default=list, blank=True,
+        help_text="Other names and titles the text calls this character by (the checks read them).",
+    )
     extra = SchemaJSONField(schema_name="EXTRA_KEYS", default=dict, blank=True, editor="raw")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

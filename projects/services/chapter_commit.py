@@ -28,6 +28,7 @@ from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
 from projects.services.appearances import character_appearances_add, character_appearances_record
 from projects.services.facts import story_facts_apply_commit
 from projects.services.story_state import story_state_apply_patch_locked
+from projects.services.unknown_entities import unknown_entities_append
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,13 @@ def chapter_commit_story(*, project: Project, staged: StagedChapter) -> Chapter:
     return chapter_commit_story_locked(project=project, staged=staged)
 
 
+def _unknown_entities(evaluation: Any) -> list:
+    checks = evaluation.get("deterministic_checks") if isinstance(evaluation, dict) else None
+    story = checks.get("story") if isinstance(checks, dict) else None
+    found = story.get("unknown_entities") if isinstance(story, dict) else None
+    return found if isinstance(found, list) else []
+
+
 def chapter_commit_story_locked(*, project: Project, staged: StagedChapter) -> Chapter:
     """The body of ``chapter_commit_story``, inside the caller's transaction, which holds the
     project lock and passes the project as it read it under that lock (the pipeline's commit);
@@ -105,6 +113,8 @@ def chapter_commit_story_locked(*, project: Project, staged: StagedChapter) -> C
         # the characters a fact of this chapter binds were in it (recall by appearance, #18)
         bound = {slug for fact in [*ledger.created, *ledger.closed] for slug in fact.characters or []}
         character_appearances_add(project=project, chapter=chapter, slugs=sorted(bound), source="ledger")
+    # #18: the names the story checks did not know, as the original tool logs them
+    unknown_entities_append(project=project, chapter=staged.number, entities=_unknown_entities(staged.evaluation))
     checkpoint = {"last_completed_chapter": max(project.last_completed_chapter, staged.number),
                   "pipeline_stage": PipelineStage.COMMITTED, "inflight_chapter": None, "revision_count": 0,
                   "hook_fix_count": 0, "title_fix_count": 0, "orchestrator_state": OrchestratorState.WRITING,

@@ -10,7 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from projects.errors import InvalidData, VersionConflict
+from projects.errors import ForeshadowingAlreadyResolved, InvalidData, VersionConflict
 from projects.lock_objects import foreshadowing_lock_many, project_lock
 from projects.models import STATUS_RANK, Foreshadowing, ForeshadowingEvent, Project, Volume
 from projects.services.editing import full_clean_or_raise
@@ -56,12 +56,14 @@ def foreshadowing_apply_ops(
 
     Status only moves forward (planted < advanced < resolved); planted_chapter and
     planted_storyline are set once; last_updated_chapter only grows; history is unique by
-    chapter and action.
+    chapter and action. An item already resolved in an earlier chapter is not resolved again:
+    ``ForeshadowingAlreadyResolved`` before anything is written (#18).
     """
     if not ops:
         return []
     plan = foreshadowing_plan_items(volume)
     rows = foreshadowing_lock_many(project=project, fids=[op["path"] for op in ops])
+    foreshadowing_resolve_check(rows=rows, chapter=chapter, ops=ops)
     touched = []
     for op in ops:
         fid, action = op["path"], op["value"]
@@ -80,6 +82,25 @@ def foreshadowing_apply_ops(
         )
         touched.append(row)
     return touched
+
+
+def foreshadowing_resolve_check(*, rows: dict[str, Foreshadowing], chapter: int, ops: list[dict[str, Any]]) -> None:
+    """Refuse ``resolved`` ops on items resolved in another chapter (the same chapter's op applied
+    again is the same fact, facts §10.9's history de-duplication, and passes)."""
+    again = sorted({op["path"] for op in ops if op.get("value") == "resolved" and op["path"] in rows
+                    and rows[op["path"]].status == "resolved"})
+    if not again:
+        return
+    earlier = dict(ForeshadowingEvent.objects.filter(foreshadowing__in=[rows[f] for f in again], action="resolved")
+                   .exclude(chapter=chapter).values_list("foreshadowing__fid", "chapter"))
+    refused = [f for f in again if f in earlier or not ForeshadowingEvent.objects.filter(
+        foreshadowing=rows[f], chapter=chapter, action="resolved").exists()]
+    if refused:
+        where = ", ".join(f"{f} ({earlier[f]})" if f in earlier else f for f in refused)
+        raise ForeshadowingAlreadyResolved(
+            _("These foreshadowing items were already resolved (in the chapter shown) and cannot be resolved "
+              "again: %(items)s") % {"items": where},
+            extra={"foreshadowing": refused, "chapter": chapter})
 
 
 def foreshadowing_digest(row: Foreshadowing) -> str:

@@ -8,6 +8,7 @@ it, it replaces what the rows say.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django import forms
@@ -33,6 +34,8 @@ CONTRACT_TYPES = [
     ("relationship", gettext_lazy("Relationship")),
     ("speech", gettext_lazy("Speech")),
 ]
+ALIAS_SEPARATORS = re.compile(r"[,，、;；\n]+")
+ALIAS_MAX_CHARS, ALIAS_MAX_COUNT = 40, 50  # projects.schemas.CHARACTER_ALIASES
 SHOWN_KEYS = ("id", "type", "rule", "valid_from_chapter", "valid_until", "exceptions", "update_requires")
 
 
@@ -41,11 +44,24 @@ class CharacterForm(forms.Form):
     display_name = forms.CharField(label=gettext_lazy("Name"), max_length=100)
     status = forms.ChoiceField(label=gettext_lazy("Status"), choices=CharacterStatus.choices)
     canon_status = forms.ChoiceField(label=gettext_lazy("Canon status"), choices=CanonStatus.choices)
+    aliases = forms.CharField(
+        label=gettext_lazy("Aliases and titles"), required=False, max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=gettext_lazy("Other names the text calls this character by, separated by commas or lines."))
     profile = forms.CharField(label=gettext_lazy("Profile (Markdown)"), required=False, max_length=200_000,
                               widget=forms.Textarea(attrs={"rows": 12}))
     contracts_json = forms.CharField(label=gettext_lazy("Contracts as JSON (advanced)"), required=False,
                                      max_length=200_000, widget=forms.Textarea(attrs={"rows": 8, "class": "mono"}))
     base_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+
+    def clean_aliases(self) -> list[str]:
+        names = list(dict.fromkeys(n.strip() for n in ALIAS_SEPARATORS.split(self.cleaned_data.get("aliases") or "")
+                                   if n.strip()))
+        if any(len(n) > ALIAS_MAX_CHARS for n in names):
+            raise forms.ValidationError(_("An alias has at most %(n)s characters.") % {"n": ALIAS_MAX_CHARS})
+        if len(names) > ALIAS_MAX_COUNT:
+            raise forms.ValidationError(_("At most %(n)s aliases.") % {"n": ALIAS_MAX_COUNT})
+        return names
 
 
 class ContractForm(forms.Form):
@@ -123,6 +139,7 @@ def character_edit(request, slug: str, character_slug: str | None = None):
     if character:
         initial = {"slug": character.slug, "display_name": character.display_name, "status": character.status,
                    "canon_status": character.canon_status, "profile": character.profile,
+                   "aliases": "、".join(character.aliases or []),
                    "base_version": character.version}
     initial["contracts_json"] = json.dumps(stored, ensure_ascii=False, indent=2)
     form = CharacterForm(request.POST or None, initial=initial)
@@ -137,6 +154,7 @@ def character_edit(request, slug: str, character_slug: str | None = None):
             contracts = _contracts_from_forms(form, rows, stored)
             fields = {"display_name": data["display_name"], "status": data["status"],
                       "canon_status": data["canon_status"], "profile": data["profile"].replace("\r\n", "\n"),
+                      "aliases": data["aliases"],
                       "contracts": contracts}
             if character is None:
                 character = story_object_create(instance=Character(project=project, slug=data["slug"], **fields),

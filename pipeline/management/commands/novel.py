@@ -252,6 +252,8 @@ class Command(BaseCommand):
         if not options["json"]:
             self.stdout.write(self.style.SUCCESS(f"{imported.step} imported; the run is {imported.status} at "
                                                  f"{imported.next_stage}"))
+            for violation in imported.violations:  # #18: what sends the chapter back, as the pipeline would
+                self.stdout.write(self.style.WARNING(f"  violation: {violation}"))
         return as_dict(imported)
 
     def _validate(self, options: dict[str, Any]) -> dict[str, Any]:
