@@ -64,8 +64,10 @@ def test_the_judge_prompt_shows_state_roster_aliases_ledger_and_checks_in_chines
     delta = {"ops": [{"op": "foreshadow", "path": "F-900", "value": "advanced"}]}
     report = chapter_checks(ctx, delta, DEAD_ACTS)
     evidence = judge_evidence(ctx, delta, report)
+    from pipeline.stages.judge import platform_slice
     prompt = render_string(default_source("judge.j2"), {"chapter": 1, "objectives": ctx.objectives,
-                                                         "checks": report.as_dict(), "evidence": evidence})
+                                                         "checks": report.as_dict(), "evidence": evidence,
+                                                         **platform_slice(project, 1, DEAD_ACTS)})
     assert "林枫：位置 北境雪原；物品 密信" in prompt
     assert "陈老（又称：老先生）【已退场】" in prompt and "林枫（又称：林少侠）" in prompt
     assert "F-900：已回收，雪原上的脚印" in prompt
@@ -83,7 +85,9 @@ def _tree_with_chapter(project, tmp_path: Path, text: str) -> Path:
     (staging / "chapters" / "chapter-001.md").write_text(text, encoding="utf-8")
     (staging / "evaluations").mkdir(parents=True, exist_ok=True)
     (staging / "evaluations" / "chapter-001-eval.json").write_text(json.dumps(
-        {"chapter": 1, "overall": 4.5, "recommendation": "pass"}), encoding="utf-8")
+        {"chapter": 1, "overall": 4.5, "recommendation": "pass",  # the demo's platform requires a hook verdict
+         "hook": {"present": True, "type": "question", "evidence": "门外是谁？", "reason": "留下悬念", "strength": 4}}),
+        encoding="utf-8")
     return tree
 
 
