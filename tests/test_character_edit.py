@@ -150,3 +150,12 @@ def test_strangers_get_a_404(project, make_user):
     client.force_login(make_user("stranger", staff=False))
     assert client.get(edit_url(project)).status_code == 404
     assert member(project, make_user, "editor").get(edit_url(project, "nobody")).status_code == 404
+
+
+@pytest.mark.parametrize(("language", "heading"), [(None, "## 秘密"), ("en", "## Secrets")])
+def test_a_new_profile_starts_with_the_sections_the_writer_reads(project, make_user, language, heading):
+    client = member(project, make_user, language=language)
+    page = client.get(reverse("character-new", args=[project.slug]))
+    assert page.status_code == 200
+    assert heading in page.context["form"]["profile"].value()
+    assert page.context["form"].fields["profile"].help_text  # how sections reach the writer

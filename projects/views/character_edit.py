@@ -48,8 +48,12 @@ class CharacterForm(forms.Form):
         label=gettext_lazy("Aliases and titles"), required=False, max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text=gettext_lazy("Other names the text calls this character by, separated by commas or lines."))
-    profile = forms.CharField(label=gettext_lazy("Profile (Markdown)"), required=False, max_length=200_000,
-                              widget=forms.Textarea(attrs={"rows": 12}))
+    profile = forms.CharField(
+        label=gettext_lazy("Profile (Markdown)"), required=False, max_length=200_000,
+        widget=forms.Textarea(attrs={"rows": 12}),
+        help_text=gettext_lazy("Write it in sections with headings such as ## Identity, ## Voice, ## Secrets, "
+                               "## Abilities (in Chinese or English). The writer always gets identity and voice; "
+                               "secrets and the rest go in whole when the character is in the chapter."))
     contracts_json = forms.CharField(label=gettext_lazy("Contracts as JSON (advanced)"), required=False,
                                      max_length=200_000, widget=forms.Textarea(attrs={"rows": 8, "class": "mono"}))
     base_version = forms.IntegerField(widget=forms.HiddenInput, required=False)
@@ -135,7 +139,8 @@ def character_edit(request, slug: str, character_slug: str | None = None):
         if character is None:
             raise Http404(_("No such character."))
     stored = character.contracts if character else []
-    initial = {"status": CharacterStatus.ACTIVE, "canon_status": CanonStatus.ESTABLISHED}
+    initial = {"status": CharacterStatus.ACTIVE, "canon_status": CanonStatus.ESTABLISHED,
+               "profile": _("## Identity\n\n## Voice\n\n## Secrets\n\n## Abilities\n")}  # the sections the writer reads
     if character:
         initial = {"slug": character.slug, "display_name": character.display_name, "status": character.status,
                    "canon_status": character.canon_status, "profile": character.profile,
