@@ -95,15 +95,13 @@ def _commit(project, number: int, state_version: int) -> None:
 
 
 def draft_prompt(ctx: ChapterContext) -> str:
-    """The draft stage's request as it would be sent: blocks, draft.j2, templates rendered, fitted
-    to the stage's budget (pipeline/jacquard/runner.py's plugins before the call)."""
-    slice_ = {"chapter": ctx.chapter, "title": ctx.title, "storyline_id": ctx.storyline_id,
-              "characters": cast_slice(ctx), "objectives": [o.get("description", "") for o in ctx.objectives],
-              "place": ctx.place, "target_chars": 3000, "blacklist": ctx.blacklist_top, "required_fixes": []}
+    """The draft stage's request as it would be sent: its own parts (``draft.prompt_parts``), draft.j2,
+    templates rendered, fitted to the stage's budget (the runner's plugins before the call)."""
+    parts = draft.prompt_parts(ctx, [])
     task = PromptBlock("task", "user", template=prompt_template_source(project_id=ctx.project.pk, name="draft.j2"),
                        required=True, priority=100)
-    spec = CallSpec(stage="draft", slice=slice_, build_skein=lambda _s: skein_of([*draft.blocks(ctx, []), task]),
-                    call_key="test", tags=["chapter"], template_context=slice_)
+    spec = CallSpec(stage="draft", slice=parts["slice_"], build_skein=lambda _s: skein_of([*parts["blocks"], task]),
+                    call_key="test", tags=["chapter"], template_context=parts["template_context"])
     call = CallContext(spec=spec)
     for plugin in (Planner(), SkeinBuilder(), TemplateRenderer(), Assembler()):
         plugin.run(call)

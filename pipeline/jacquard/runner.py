@@ -10,7 +10,9 @@ duration: what the web page shows for "why did the model see this".
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -143,6 +145,28 @@ class Assembler:
                       for t in ctx.assembled.trimmed]
 
 
+_capturing: ContextVar[bool] = ContextVar("jacquard_capturing_requests", default=False)
+
+
+class RequestCaptured(Exception):  # noqa: N818 (not an error: how a captured request leaves the stage)
+    """Raised by the Invoker instead of calling the model while ``capture_requests`` is active."""
+
+    def __init__(self, request: LLMRequest, receipt: dict[str, Any]) -> None:
+        super().__init__(f"{request.stage}: request captured, not sent")
+        self.request, self.receipt = request, receipt
+
+
+@contextmanager
+def capture_requests() -> Iterator[None]:
+    """Within this block a stage builds its request exactly as it would and stops at the model's
+    door (``RequestCaptured``): what ``novel prompt`` shows, with no call, no cost, nothing stored."""
+    token = _capturing.set(True)
+    try:
+        yield
+    finally:
+        _capturing.reset(token)
+
+
 class Invoker:
     name = "invoker"
 
@@ -150,13 +174,15 @@ class Invoker:
         self.store = store
 
     def run(self, ctx: CallContext) -> None:
+        request = LLMRequest(model=ctx.model, system=ctx.assembled.system, messages=ctx.assembled.messages,
+                             max_output_tokens=ctx.max_output_tokens, stage=ctx.spec.stage,
+                             stream=ctx.spec.on_text is not None, slice=ctx.spec.slice, seed_key=ctx.spec.seed_key)
+        if _capturing.get():  # a preview (``novel prompt``): the request is the result, nothing is sent
+            raise RequestCaptured(request, ctx.receipt())
         stored = self.store.get(ctx.spec.call_key) if self.store else None
         if stored is not None:
             ctx.result, ctx.reused = stored, True
             return
-        request = LLMRequest(model=ctx.model, system=ctx.assembled.system, messages=ctx.assembled.messages,
-                             max_output_tokens=ctx.max_output_tokens, stage=ctx.spec.stage,
-                             stream=ctx.spec.on_text is not None, slice=ctx.spec.slice, seed_key=ctx.spec.seed_key)
         backend = get_backend(ctx.backend)
         if ctx.spec.count_tokens_with_api and hasattr(backend, "count_tokens"):
             ctx.api_input_tokens = backend.count_tokens(request)

@@ -1,7 +1,7 @@
 """``python manage.py novel <subcommand>``: the command-line face of Novelsite.
 
 Subcommands: ``demo`` (load the demo novel), ``status``, ``next``, ``advance`` (a project, or an exported
-tree with ``--tree``), ``packet``, ``validate --tree``, ``import-step``, ``plan``, ``answer``, ``rewrite``, ``promote``, ``ask validate``,
+tree with ``--tree``), ``packet``, ``prompt`` (what a chapter stage would send the model), ``validate --tree``, ``import-step``, ``plan``, ``answer``, ``rewrite``, ``promote``, ``ask validate``,
 ``write``, ``export`` and ``import``. With ``--json`` the output is the
 original tool's envelope (facts §1): ``{"ok": true, "command", "data"}`` or
 ``{"ok": false, "command", "error": {"message", "code"}}`` with exit code 2.
@@ -27,7 +27,7 @@ from projects.selectors import project_status
 
 
 class Command(BaseCommand):
-    help = ("Novelsite's novel commands: demo, status, next, advance, packet, validate, import-step, plan, answer, "
+    help = ("Novelsite's novel commands: demo, status, next, advance, packet, prompt, validate, import-step, plan, answer, "
             "rewrite, promote, ask validate, write, export, import.")
 
     def add_arguments(self, parser) -> None:
@@ -65,6 +65,13 @@ class Command(BaseCommand):
         packet.add_argument("step", help="Step id, e.g. chapter:004:draft, volume:outline, quickstart:world.")
         packet.add_argument("--embed-brief", action="store_true", help="Embed the first 2000 characters of the brief.")
         packet.add_argument("--write", metavar="TREE", help="Also write it to TREE/staging/manifests/<step>.packet.json.")
+        prompt = sub.add_parser("prompt", help="The exact request a chapter stage would send the model (system and "
+                                               "messages in order, with the cache markers) and its receipt; "
+                                               "nothing is sent.")
+        prompt.add_argument("project", help="Project slug.")
+        prompt.add_argument("chapter", type=int, help="Chapter number.")
+        prompt.add_argument("--stage", default="draft", choices=["draft", "summarize", "refine", "judge"],
+                            help="Which stage's request (default: draft).")
         take = sub.add_parser("import-step", help="Take a step's staged outputs from an exported tree into the "
                                                   "project, after validating them (chapter steps, volume:outline).")
         take.add_argument("project", help="Project slug.")
@@ -222,6 +229,29 @@ class Command(BaseCommand):
             self.stdout.write(self.style.SUCCESS(f"{project.slug}: {project.orchestrator_state}; next: "
                                                  f"{data['next']['step'] or '-'} ({data['next']['reason']})"))
         return data
+
+    def _prompt(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.prompt_preview import stage_prompt_preview
+
+        preview = stage_prompt_preview(self._project(options["project"]), options["chapter"], options["stage"])
+        data = preview.as_dict()
+        if not options["json"]:
+            self._print_prompt(data)
+        return data
+
+    def _print_prompt(self, data: dict[str, Any]) -> None:
+        receipt = data["receipt"]
+        self.stdout.write(self.style.SUCCESS(
+            f"chapter {data['chapter']} · {data['stage']} · {receipt.get('backend')}:{data['model'] or '(default)'} · "
+            f"from the {data['source']} · not sent"))
+        parts = [("system", block) for block in data["request"].get("system", [])]
+        parts += [(message["role"], block) for message in data["request"]["messages"] for block in message["content"]]
+        for role, block in parts:
+            marker = "  [cache breakpoint after this block]" if block.get("cache_control") else ""
+            self.stdout.write(self.style.MIGRATE_HEADING(f"--- {role}{marker}"))
+            self.stdout.write(block["text"])
+        self.stdout.write(self.style.MIGRATE_HEADING("--- receipt"))
+        self.stdout.write(json.dumps(receipt, ensure_ascii=False, indent=2, default=str))
 
     def _packet(self, options: dict[str, Any]) -> dict[str, Any]:
         from pathlib import Path
