@@ -19,7 +19,7 @@ from pipeline.jacquard.runner import Assembler, CallContext, CallSpec, Planner, 
 from pipeline.jacquard.tokens import estimate_tokens
 from pipeline.prompt_templates import prompt_template_source
 from pipeline.stages import draft
-from pipeline.stages.base import cast_slice, skein_of
+from pipeline.stages.base import skein_of
 from pipeline.stages.maintain import _open_facts
 from pipeline.jacquard.skein import PromptBlock
 from projects.models import ChapterContract, Character, StoryFact, Volume
