@@ -77,6 +77,20 @@ def used_evaluation(evaluation: Mapping[str, Any]) -> Mapping[str, Any]:
     return inner if isinstance(inner, Mapping) else evaluation
 
 
+def stated_overall(evaluation: Mapping[str, Any]) -> float | None:
+    """The overall an evaluation states, read as the tool reads it (facts §11, §15.7): the root's
+    ``overall_final``, then ``overall``, then ``judges.overall_final``; None when none is a finite
+    number. For evaluations from outside (an imported tree, an outside executor)."""
+    judges = evaluation.get("judges") if isinstance(evaluation.get("judges"), Mapping) else {}
+    used = used_evaluation(evaluation)
+    for value in (evaluation.get("overall_final"), evaluation.get("overall"), used.get("overall"),
+                  judges.get("overall_final")):
+        number = _number(value)
+        if number is not None and math.isfinite(number):
+            return round(number, 2)
+    return None
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -213,7 +227,7 @@ def _lowest_dimension_feedback(scores: Mapping[str, Any]) -> list[str]:
 
 def decide(evaluation: Mapping[str, Any], *, revision_count: int, settings: GateSettings | None = None,
            deterministic_violations: Sequence[str] = (), policy_failures: Sequence[str] = (),
-           force_pass: bool = False) -> GateResult:
+           force_pass: bool = False, outside: bool = False) -> GateResult:
     """The gate decision, in the order of facts §11's table:
 
     1. ``force_pass`` -> force_passed.
@@ -222,7 +236,8 @@ def decide(evaluation: Mapping[str, Any], *, revision_count: int, settings: Gate
        is a fix for the writer, ``pipeline.platform_gate``) -> revise; pause_for_user once
        ``revision_count >= max_revisions``.
     3. unusable scores (``recompute_overall`` fails) -> pause_for_user_force_rewrite.
-    4. overall (recomputed; for a wrapped eval never above its system ``overall_final``):
+    4. overall (recomputed; for a wrapped eval never above its system ``overall_final``; for an
+       ``outside`` evaluation, the overall it states, as the tool reads it: ``stated_overall``):
        ≥ pass -> pass; ≥ polish -> polish; ≥ revise -> revise; with the budget spent both -> force_passed;
        ≥ pause -> pause_for_user; below -> pause_for_user_force_rewrite.
     """
@@ -233,16 +248,16 @@ def decide(evaluation: Mapping[str, Any], *, revision_count: int, settings: Gate
     violations = high_confidence_violations(evaluation)
     reasons = _warnings(evaluation)
 
-    overall: float | None = None
-    try:
-        overall = recompute_overall(used.get("scores") or {}, settings.scoring_weights)
-        final = _number(used.get("overall_final")) if used is not evaluation else None
-        if final is not None and math.isfinite(final) and final < overall:  # dual judge: min (facts §11)
-            overall = round(final, 2)
-    except ScoreError as exc:
-        score_error = str(exc)
-    else:
-        score_error = ""
+    overall: float | None = stated_overall(evaluation) if outside else None
+    score_error = ""
+    if overall is None:
+        try:
+            overall = recompute_overall(used.get("scores") or {}, settings.scoring_weights)
+            final = _number(used.get("overall_final")) if used is not evaluation else None
+            if final is not None and math.isfinite(final) and final < overall:  # dual judge: min (facts §11)
+                overall = round(final, 2)
+        except ScoreError as exc:
+            score_error = str(exc)
 
     def result(decision: str, *why: str) -> GateResult:
         assert decision in GATE_DECISIONS

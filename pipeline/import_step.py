@@ -20,7 +20,7 @@ from pipeline.ask import parse_step_id
 from pipeline.blackboard import Blackboard
 from pipeline.book_runs import active_run, book_run_create, run_resume_at, stage_content
 from pipeline.errors import PipelineNotReady
-from pipeline.gate import decide
+from pipeline.gate import ScoreError, decide, recompute_overall, stated_overall
 from pipeline.lock_objects import run_lock
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.platform_gate import gate_settings_for, hook_field_problems, platform_review
@@ -118,6 +118,13 @@ def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: 
         evaluation = _read(tree, paths.evaluation, as_json=True)
         if issues := json_issues("EVALUATION", evaluation):
             raise InvalidData(f"{paths.evaluation}: " + "; ".join(map(str, issues)))
+        settings = gate_settings_for(project)
+        if stated_overall(evaluation) is None:  # the tool reads the stated overall; without one, the scores
+            try:
+                recompute_overall(evaluation, settings.scoring_weights)
+            except ScoreError as exc:
+                raise InvalidData(f"{paths.evaluation}: no overall_final or overall, and the scores give none "
+                                  f"({exc}); judge the chapter again") from exc
         if platform_limits(project)["hook_policy"]["required"] and (problems := hook_field_problems(evaluation)):
             raise InvalidData(f"{paths.evaluation}: the platform requires a chapter-end hook verdict: "
                               + "; ".join(problems))  # facts §7.1: judge validation under hook_policy.required
@@ -126,9 +133,9 @@ def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: 
         text = skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft") or ""
         checks = staged_chapter_checks(project, number, run.context, skill.read_content("summary", "delta"), text)
         violations = tuple(checks.violations)
-        result = decide(evaluation, revision_count=project.revision_count, settings=gate_settings_for(project),
+        result = decide(evaluation, revision_count=project.revision_count, settings=settings,
                         policy_failures=platform_review(evaluation, project, number),
-                        deterministic_violations=checks.violations)
+                        deterministic_violations=checks.violations, outside=True)  # its stated overall (#20)
         worker.write_content("evaluation", "checks", checks.as_dict())
         worker.write_content("evaluation", "data", evaluation)
         worker.write_content("gate", "result", {**result.as_dict(), "revisions": project.revision_count})

@@ -506,8 +506,10 @@ def test_an_outside_executor_writes_a_whole_chapter_through_import_step(sample_p
     write("storylines/main-arc/memory.md", summary["memory"])
     assert step("chapter:001:summarize")["next_stage"] == "refine"
     assert step("chapter:001:refine")["next_stage"] == "judge"
-    write("evaluations/chapter-001-eval.json", parse(evaluation, ["evaluation"]).texts["evaluation"]
-          if evaluation.lstrip().startswith("<") else evaluation)
+    judged = json.loads(parse(evaluation, ["evaluation"]).texts["evaluation"]
+                        if evaluation.lstrip().startswith("<") else evaluation)
+    judged["scores"].pop("style_naturalness")  # 7 of 8 dimensions: the tool goes by the stated overall (#20)
+    write("evaluations/chapter-001-eval.json", json.dumps(judged, ensure_ascii=False))
     assert step("chapter:001:judge")["next_stage"] == "commit"
     step("chapter:001:commit")
     sample_project.refresh_from_db()

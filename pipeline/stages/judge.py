@@ -11,7 +11,7 @@ import json
 from pipeline.blackboard import Blackboard
 from pipeline.chapter_checks import chapter_checks, judge_evidence
 from pipeline.context import ChapterContext
-from pipeline.gate import decide
+from pipeline.gate import ScoreError, decide, recompute_overall
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
 from pipeline.platform_gate import gate_settings_for, hook_field_problems, platform_review
@@ -109,8 +109,13 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     revision_count = ctx.project.revision_count
     policy_failures = platform_review(evaluation, ctx.project, ctx.chapter)
     settings = gate_settings_for(ctx.project)
+    try:  # every weighted dimension scored: else the judge is asked again, not the chapter rewritten (#20)
+        recompute_overall(evaluation, settings.scoring_weights)
+    except ScoreError as exc:
+        raise LLMBadOutput(f"judge: the scores are incomplete: {exc}") from exc
     result = decide(evaluation, revision_count=revision_count, settings=settings,
                     deterministic_violations=checks.violations, policy_failures=policy_failures)
+    evaluation["overall_final"] = result.overall  # what the original tool reads first (facts §11)
     if ctx.project.target_platform:  # facts §7.4 step 7: the platform and the weights the gate used
         evaluation.update(platform=slice_["platform"], scoring_weights=dict(settings.scoring_weights))
     skill.write_content("evaluation", "data", evaluation)

@@ -8,7 +8,7 @@ structured slice (``writers``). Misbehaviour comes from an ``OfflineConfig`` (th
     {"latency_ms": 200,                       # per call, over which the text streams in
      "faults": {"draft": {"kind": "rate_limit", "rate": 0.2},   # stage name, or "*" for every stage
                 "*": {"kind": "truncated", "rate": 1.0}},
-     "score_mode": "low",                     # judge scores: normal | revise | low
+     "score_mode": "low",                     # judge scores: normal | revise | low | incomplete
      "cost_usd_per_call": 0.01}               # what each call reports it cost (default 0), e.g. to
                                               # drive a nightly batch into its cost cap
 

@@ -11,7 +11,7 @@ Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices ea
   (triples), ``memory``, ``crossref`` and ``facts`` (the ledger's new and closed facts).
 - ``refine``: chapter_text, blacklist; answers ``edits`` (JSON list of {find, replace, reason}).
 - ``judge`` / ``quickstart:results``: chapter, objectives [{id, description, required}],
-  score_mode ("normal" | "low" | "revise"), and from the platform hook_policy, golden_gates,
+  score_mode ("normal" | "low" | "revise" | "incomplete": one dimension left out), and from the platform hook_policy, golden_gates,
   chapter_ending; answers ``evaluation`` (JSON: 8 scores plus hook_strength, the ``hook`` verdict,
   and ``golden_chapter_gates`` checks when the chapter has gates).
 - ``plan`` / ``quickstart:f0``: volume, chapter_start, chapter_end, storylines [slug], characters,
@@ -166,9 +166,11 @@ def judge(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     floors = _golden_floors(gates)
     # A judge that passes a golden gate scores its dimension to match; with such a floor the low
     # band scores the rest 2, so the overall stays in [2, 3) as the mode promises.
-    band = {"normal": (4, 5), "revise": (3, 3), "low": (2, 2) if floors else (2, 3)}[mode]
+    band = {"normal": (4, 5), "revise": (3, 3), "low": (2, 2) if floors else (2, 3), "incomplete": (4, 5)}[mode]
     scores = {dim: {"score": max(rng.randint(*band), floors.get(dim, 0)), "weight": DEFAULT_SCORE_WEIGHTS[dim],
                     "reason": "离线评审", "evidence": "（离线）"} for dim in SCORE_DIMENSIONS}
+    if mode == "incomplete":  # a judge that forgot a dimension: its evaluation is not usable
+        scores.pop(SCORE_DIMENSIONS[-1])
     overall = round(sum(s["score"] * s["weight"] for s in scores.values()), 2)
     hook = _hook(slice_, mode, rng)
     scores["hook_strength"] = {"score": hook["strength"], "weight": 0.0, "reason": hook["reason"],
