@@ -58,7 +58,9 @@ def pages(sample) -> list[tuple[str, str, bool]]:
              ("chapter 1 history", reverse("chapter-history", args=[demo, 1]), True),
              ("state at 1", reverse("state", args=[demo]) + "?chapter=1", True),
              ("promotion", reverse("promotion", args=[demo, sample.promotion.pk]), True),
-             ("storyline schedule", reverse("schedule-edit", args=[demo, 1]), False)]
+             ("storyline schedule", reverse("schedule-edit", args=[demo, 1]), False),
+             ("facts", reverse("fact-list", args=[demo]) + "?status=all", True),
+             ("new fact", reverse("fact-new", args=[demo]), False)]
     return urls
 
 

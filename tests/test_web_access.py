@@ -70,6 +70,9 @@ PAGES = [
     ("post", "foreshadowing-new", [], Action.EDIT, 200),  # empty form: shown again with errors
     ("get", "foreshadowing-edit", ["F-001"], Action.EDIT, 200),
     ("post", "foreshadowing-edit", ["F-001"], Action.EDIT, 200),
+    ("get", "fact-list", [], Action.READ, 200),
+    ("get", "fact-new", [], Action.EDIT, 200),
+    ("post", "fact-new", [], Action.EDIT, 200),  # empty form: shown again with errors
     ("get", "schedule-edit", [1], Action.EDIT, 200),
     ("post", "schedule-edit", [1], Action.EDIT, 200),  # empty form: shown again with errors
 ]
