@@ -354,15 +354,14 @@ def test_hostile_text_and_arguments():
 
 
 def test_indicators_hold_the_13_with_zones():
-    data = lint_text(CLEAN + "\n\n他停了——又走了。", chapter=1).indicators
-    assert data["mode"] == "7-indicator"  # under 500 characters: facts §13 fallback
-    names = list(data["indicators"])
-    assert len(names) == 13
-    assert data["indicators"]["em_dash_count"] == {"value": 1, "zone": "red", "red_when": ">0"}
-    assert data["indicators"]["blacklist_hit_rate"]["zone"] == "green"
-    assert all(v["zone"] in ("green", "yellow", "red", "observe") for v in data["indicators"].values())
+    report = lint_text(CLEAN + "\n\n他停了——又走了。", chapter=1)
+    assert report.indicator_mode == "7-indicator"  # under 500 characters: facts §13 fallback
+    assert len(report.indicators) == 13
+    assert report.indicators["em_dash_count"] == {"value": 1, "zone": "red", "red_when": ">0"}
+    assert report.indicators["blacklist_hit_rate"]["zone"] == "green"
+    assert all(v["zone"] in ("green", "yellow", "red", "observe") for v in report.indicators.values())
     long_text = CLEAN + "\n\n" + "\n\n".join([CLEAN.split("\n\n", 1)[1]] * 3)
-    assert lint_text(long_text, chapter=1).indicators["mode"] == "13-indicator"
+    assert lint_text(long_text, chapter=1).indicator_mode == "13-indicator"
 
 
 def test_readable_findings_are_chinese_text():

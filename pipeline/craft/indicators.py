@@ -45,9 +45,14 @@ def _sentence_pattern_score(doc: Document) -> tuple[int, int]:
     return high, medium
 
 
-def indicators(doc: Document) -> dict[str, Any]:
-    """``{mode, indicators: {name: {value, zone, red_when}}}``; a measure that needs more text than
-    there is has value None and zone green."""
+def indicator_mode(doc: Document) -> str:
+    """facts §13: the 7-indicator fallback below 500 characters."""
+    return "13-indicator" if doc.chars >= SHORT_TEXT_CHARS else "7-indicator"
+
+
+def indicators(doc: Document) -> dict[str, dict[str, Any]]:
+    """``{name: {value, zone, red_when}}`` for the 13 indicators, in the order of facts §13; a
+    measure that needs more text than there is has value None and zone green."""
     t = doc.threshold
     out: dict[str, dict[str, Any]] = {}
     blacklist = blacklist_hits(doc.text, doc.blacklist)
@@ -91,4 +96,4 @@ def indicators(doc: Document) -> dict[str, Any]:
                              ("exclamation_density", EXCLAMATION, "exclamation_max_per_kchars")):
         rate, limit = doc.rate(sum(1 for _ in regex.finditer(doc.text))), t(key)
         out[name] = _entry(rate, _above(rate, limit / 2, limit), f">{limit}/千字")
-    return {"mode": "13-indicator" if doc.chars >= SHORT_TEXT_CHARS else "7-indicator", "indicators": out}
+    return out

@@ -15,7 +15,7 @@ from typing import Any
 from pipeline.craft import rules_frame, rules_marks, rules_rhythm, rules_words
 from pipeline.craft.catalogue import DEFAULT_THRESHOLDS, HARD, RULES, RULES_BY_ID
 from pipeline.craft.document import Document, Finding
-from pipeline.craft.indicators import indicators
+from pipeline.craft.indicators import indicator_mode, indicators
 
 RULE_FUNCTIONS: dict[str, Callable[[Document], Finding | None]] = {
     "em_dash": rules_marks.em_dash,
@@ -115,7 +115,8 @@ class LintSettings:
 class LintReport:
     chars: int
     findings: list[Finding]
-    indicators: dict[str, Any]
+    indicators: dict[str, dict[str, Any]]  # the 13 of facts §13: {name: {value, zone, red_when}}
+    indicator_mode: str = "13-indicator"  # or "7-indicator" for a short text (facts §13)
 
     @property
     def hard(self) -> list[Finding]:
@@ -129,7 +130,8 @@ class LintReport:
         return {f.rule: f for f in self.findings}
 
     def as_dict(self) -> dict[str, Any]:
-        return {"chars": self.chars, "findings": [f.as_dict() for f in self.findings], "indicators": self.indicators}
+        return {"chars": self.chars, "findings": [f.as_dict() for f in self.findings],
+                "indicator_mode": self.indicator_mode, "indicators": self.indicators}
 
     def readable(self, *, max_quotes: int = 3) -> str:
         """The findings as Chinese lines for a person or a model: rule name, severity, count, the
@@ -160,4 +162,4 @@ def lint_text(text: str, *, thresholds: Mapping[str, Any] | None = None, blackli
                    title=title, title_policy=dict(title_policy) if title_policy else None,
                    word_range=_word_range(word_range), expect_heading=expect_heading)
     findings = [f for rule in RULE_FUNCTIONS.values() if (f := rule(doc)) is not None]
-    return LintReport(chars=doc.chars, findings=findings, indicators=indicators(doc))
+    return LintReport(chars=doc.chars, findings=findings, indicators=indicators(doc), indicator_mode=indicator_mode(doc))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from pipeline.craft.document import Document, Finding
-from pipeline.craft.text_units import body_start, heading_line
+from pipeline.craft.text_units import body_start, heading_line, lines, stripped
 from projects.text_stats import count_chars
 
 HEADING = re.compile(r"^#(?!#)\s*第\s*(\d+)\s*章[ \t]*(.*)$")
@@ -24,11 +24,10 @@ def chapter_heading(doc: Document) -> Finding | None:
     Text without any heading line passes unless ``expect_heading`` (a chapter file, not stored prose)."""
     line = heading_line(doc.text)
     if line is None:
-        if not doc.expect_heading or not doc.text.strip():
+        first = next((line for line in map(stripped, lines(doc.text)) if line.text), None)
+        if not doc.expect_heading or first is None:
             return None
-        first = next(s for s in doc.text.split("\n") if s.strip()).strip()
-        start = doc.text.find(first)
-        return Finding("chapter_heading", 1, doc.evidence([(start, start + len(first))]),
+        return Finding("chapter_heading", 1, doc.evidence([(first.start, first.end)]),
                        message="缺少章节标题行：第一行应为“# 第 N 章 标题”")
     match, problems = HEADING.match(line.text), []
     if not match:

@@ -40,15 +40,19 @@ def lines(text: str) -> list[Span]:
     return out
 
 
+def stripped(line: Span) -> Span:
+    """The line without surrounding whitespace (and a byte-order mark at its start)."""
+    core = line.text.lstrip().lstrip("\ufeff").lstrip()
+    lead = len(line.text) - len(core)
+    core = core.rstrip()
+    return Span(line.start + lead, line.start + lead + len(core), core)
+
+
 def heading_line(text: str) -> Span | None:
     """The first non-empty line when it is a Markdown heading (starts with ``#``), stripped."""
-    for line in lines(text):
-        stripped = line.text.strip()
-        if stripped:
-            if not stripped.startswith("#"):
-                return None
-            lead = len(line.text) - len(line.text.lstrip())
-            return Span(line.start + lead, line.start + lead + len(stripped), stripped)
+    for line in map(stripped, lines(text)):
+        if line.text:
+            return line if line.text.startswith("#") else None
     return None
 
 
@@ -65,11 +69,10 @@ def paragraphs(text: str) -> list[Span]:
     """Non-empty lines of the prose (not the heading, not scene-break or heading lines), stripped."""
     out, first = [], body_start(text)
     for line in lines(text):
-        stripped = line.text.strip()
-        if line.start < first or not stripped or stripped.startswith("#") or SEPARATOR_LINE.match(line.text):
+        core = stripped(line)
+        if line.start < first or not core.text or core.text.startswith("#") or SEPARATOR_LINE.match(line.text):
             continue
-        lead = len(line.text) - len(line.text.lstrip())
-        out.append(Span(line.start + lead, line.start + lead + len(stripped), stripped))
+        out.append(core)
     return out
 
 
