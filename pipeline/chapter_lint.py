@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pipeline.craft.catalogue import RULES_BY_ID
 from pipeline.craft.lints import LintReport, LintSettings, lint_text
 from projects.errors import InvalidData, NotFound
 from projects.models import Project
@@ -41,6 +42,31 @@ def lint_project_text(project: Project | None, text: str, *, chapter: int | None
     return lint_text(text, thresholds=settings.thresholds, blacklist=blacklist, chapter=chapter, title=title,
                      title_policy=settings.title_policy, word_range=settings.word_range,
                      expect_heading=expect_heading)
+
+
+def refine_targets(report: LintReport, *, evidence: int = 20) -> list[dict[str, Any]]:
+    """The findings the refiner is asked to fix, hard ones first: rule, severity, Chinese name and
+    message, and evidence with offsets into the text the refiner receives."""
+    ordered = sorted(report.findings, key=lambda f: f.severity != "hard")
+    return [{"rule": f.rule, "severity": f.severity, "name": RULES_BY_ID[f.rule].name, "message": f.message,
+             "evidence": f.evidence[:evidence]} for f in ordered]
+
+
+def hard_fixes(report: LintReport) -> list[str]:
+    """Instructions for a revision from the hard findings (Chinese, with a few quotes)."""
+    fixes = []
+    for f in report.hard:
+        quotes = "；".join(f"【{e['text'][:30]}】" for e in f.evidence[:3])
+        fixes.append(f"[{f.rule}] {f.message}" + (f"（例：{quotes}）" if quotes else ""))
+    return fixes
+
+
+def commit_blocked_by_lint(project: Project, *, text: str, chapter: int, title: str, gate: Mapping[str, Any]) -> list[str]:
+    """The hard findings that keep a staged chapter from committing (issue #17), empty when there
+    are none or a person accepted the chapter at a gate (``accepted_by`` on the gate result)."""
+    if gate.get("accepted_by"):
+        return []
+    return hard_fixes(lint_project_text(project, text, chapter=chapter, title=title))
 
 
 def lint_chapter(project: Project, number: int) -> LintReport:

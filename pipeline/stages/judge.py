@@ -9,14 +9,17 @@ from __future__ import annotations
 import json
 
 from pipeline.blackboard import Blackboard
+from pipeline.chapter_lint import hard_fixes
 from pipeline.checks import run_checks
 from pipeline.context import ChapterContext
+from pipeline.craft.anti_ai import anti_ai_section
 from pipeline.gate import GateSettings, decide
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
 from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.style_drift import chapter_metrics as style_metrics
 from pipeline.stages.base import PromptBlock, data_block, json_text, llm_call, system_blocks
+from pipeline.stages.refine import staged_lint
 from projects.json_validation import json_issues
 from projects.models import PipelineStage
 
@@ -81,7 +84,9 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     skill = board.as_("skill")
     text = skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft")
     checks = _checks(ctx, board, text)
-    slice_ = {"chapter": ctx.chapter, "objectives": ctx.objectives, "checks": checks.as_dict()}
+    lint = staged_lint(ctx, board, text)  # issue #17: the craft lints, as readable Chinese for the judge
+    slice_ = {"chapter": ctx.chapter, "objectives": ctx.objectives, "checks": checks.as_dict(),
+              "lint_rules": [f.rule for f in lint.findings]}
     blocks = [
         *system_blocks(ctx, ROLE),
         data_block("cast", "character_profile", json_text([{"id": c.slug, "name": c.display_name,
@@ -91,13 +96,16 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
         data_block("chapter", "chapter_content", text, required=True),
     ]
     call = llm_call(claim, ctx, stage="judge", slice_=slice_, blocks=blocks, template="judge.j2",
-                    template_context=slice_, tags=["thought", "evaluation"], required_tags=["evaluation"],
+                    template_context={**slice_, "lint_findings": lint.readable()},
+                    tags=["thought", "evaluation"], required_tags=["evaluation"],
                     on_text=on_text)
     evaluation = _evaluation(call)
     revision_count = ctx.project.revision_count
     result = decide(evaluation, revision_count=revision_count,
                     settings=GateSettings.from_project_settings(ctx.project.gate_settings),
-                    deterministic_violations=checks.violations)
+                    deterministic_violations=[*checks.violations, *hard_fixes(lint)])  # hard: never commits
+    evaluation["anti_ai"] = anti_ai_section(lint, checks.blacklist, evaluation.get("anti_ai"))  # facts §10.11
+    skill.write_content("lint", "report", lint.as_dict())
     skill.write_content("evaluation", "data", evaluation)
     # the chapter's style metrics (facts §13) ride along, so the dashboard charts drift per chapter
     skill.write_content("evaluation", "checks", {**checks.as_dict(), "style": style_metrics(text)})

@@ -8,7 +8,8 @@ Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices ea
   ``hints`` (JSON ``{chapter, hints[]}``).
 - ``summarize``: chapter, title, storyline_id, characters, place, foreshadowing_updates {id: status};
   answers ``summary`` (seed format), ``state_update`` (triples), ``memory`` and ``crossref``.
-- ``refine``: chapter_text, blacklist; answers ``edits`` (JSON list of {find, replace, reason}).
+- ``refine``: chapter_text, blacklist, lint_targets [{rule, severity, name, evidence [{start, end}]}];
+  answers ``edits`` (JSON list of {find, replace, reason}) that fix every hard finding, then blacklist words.
 - ``judge`` / ``quickstart:results``: chapter, objectives [{id, description, required}],
   score_mode ("normal" | "low" | "revise"); answers ``evaluation`` (JSON, 8 scores).
 - ``plan`` / ``quickstart:f0``: volume, chapter_start, chapter_end, storylines [slug], characters,
@@ -34,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pipeline.llm.offline.brief_words import FALLBACK_PLACES, FALLBACK_ROLES, brief_words, invented_names, name_slug
+from pipeline.llm.offline.lint_fixes import hard_fix_edits
 from pipeline.llm.offline.prose import paragraphs
 from projects.schemas import DEFAULT_SCORE_WEIGHTS, SCORE_DIMENSIONS
 
@@ -41,6 +43,7 @@ Writer = Callable[[dict[str, Any], random.Random], dict[str, str]]
 PLACES = ["北境雪原", "幽暗森林", "魔都", "星火旧址", "断崖渡口"]
 MOODS = ["警觉", "决意", "疲惫", "愤怒", "平静", "不安"]
 CAST = [("lin-feng", "林枫"), ("su-wan", "苏婉"), ("zhao-ming", "赵明"), ("chen-lao", "陈老")]
+_QUOTES = str.maketrans("「」『』", "“”‘’")  # a contract's 「…」 is written in the prose's quote marks (issue #17)
 
 
 def _dumps(value: Any) -> str:
@@ -61,7 +64,8 @@ def draft(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     place = slice_.get("place") or rng.choice(_places(slice_))
     things = list(brief_words(slice_["brief"]).things) if slice_.get("brief") else None
     body = paragraphs(seed=str(rng.random()), names=_names(slice_), place=place, things=things,
-                      goals=list(slice_.get("objectives", [])), target_chars=int(slice_.get("target_chars", 3000)))
+                      goals=[str(g).translate(_QUOTES) for g in slice_.get("objectives", [])],
+                      target_chars=int(slice_.get("target_chars", 3000)))
     blacklist = slice_.get("blacklist") or []
     if blacklist and rng.random() < 0.5:  # leave the refiner something to do, as a real draft would
         body[len(body) // 2] = body[len(body) // 2].replace("，", f"，{rng.choice(blacklist)}", 1)
@@ -97,7 +101,8 @@ def summarize(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
 
 
 def refine(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
-    text, edits = slice_.get("chapter_text", ""), []
+    text = slice_.get("chapter_text", "")
+    edits = hard_fix_edits(text, slice_.get("lint_targets") or [])  # every hard finding, first
     for word in sorted(set(slice_.get("blacklist") or []), key=len, reverse=True):
         start = text.find(word)
         if start < 0:
