@@ -98,3 +98,25 @@ def read_chapter_file(path: str) -> str:
 def lint_file(path: str, *, project: Project | None = None, chapter: int | None = None) -> LintReport:
     """A chapter file (``# 第 N 章 标题`` and the prose), with the project's settings when one is named."""
     return lint_project_text(project, read_chapter_file(path), chapter=chapter, expect_heading=True)
+
+
+# Rules whose evidence is a paragraph or a run of sentences: too wide to highlight on the page.
+_WIDE_RULES = {"paragraph_too_long", "sentence_length_run"}
+
+
+def chapter_lint_marks(project: Project, chapter) -> list[dict[str, Any]]:
+    """The reader page's highlights (``projects.chapter_marks``): each finding's evidence span,
+    cached per chapter version (a chapter's text only changes with its version)."""
+    from django.core.cache import cache
+
+    key = f"chapter-lint-marks:{chapter.pk}:{chapter.version}:{len(chapter.text)}"
+    marks = cache.get(key)
+    if marks is None:
+        try:
+            report = lint_project_text(project, chapter.text, chapter=chapter.number, title=chapter.title)
+        except InvalidData:  # unusable settings: the page shows the text without marks
+            return []
+        marks = [{"start": e["start"], "end": e["end"], "rule": f.rule, "severity": f.severity}
+                 for f in report.findings if f.rule not in _WIDE_RULES for e in f.evidence]
+        cache.set(key, marks, 3600)
+    return marks
