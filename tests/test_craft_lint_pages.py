@@ -46,3 +46,26 @@ def test_marked_paragraphs_keep_every_character_once():
     paragraphs = marked_paragraphs(text, marks)
     assert ["".join(s.text for s in p) for p in paragraphs] == ["第一段——有标记。", "第二段没有。", "第三段“不禁”。"]
     assert [(s.text, s.rule) for s in paragraphs[0] if s.rule] == [("——", "em_dash")]
+
+
+def test_the_dashboard_charts_each_rules_rate_per_chapter(make_user):
+    from projects.models import Evaluation
+
+    project = ProjectFactory(last_completed_chapter=3)
+    for number, findings in ((1, None), (2, [{"rule": "em_dash", "rate_per_kchars": 0.67}]),
+                             (3, [{"rule": "simile_density", "rate_per_kchars": 3.5},
+                                  {"rule": "sentence_length_std_dev", "rate_per_kchars": None}])):
+        chapter = ChapterFactory(project=project, number=number)
+        data = {"overall": 4.2, "recommendation": "pass"}
+        if findings is not None:
+            data["anti_ai"] = {"lint_findings": findings}
+        Evaluation.objects.create(project=project, chapter=chapter, data=data, overall="4.20")
+    english = member_client(project, make_user, "viewer", language="en").get(
+        reverse("dashboard", args=[project.slug])).content.decode()
+    chart = english.split('id="lint-chart"')[1].split("</figure>\n")[0]
+    assert "Craft-lint findings per 1000 characters" in chart
+    assert 'data-code="em_dash"' in chart and 'data-code="simile_density"' in chart
+    assert "sentence_length_std_dev" not in chart  # no rate: not charted
+    assert "Em dash" in chart and "Simile density" in chart
+    chinese = member_client(project, make_user, "editor").get(reverse("dashboard", args=[project.slug])).content.decode()
+    assert "每千字文字检查发现" in chinese and "破折号" in chinese.split('id="lint-chart"')[1]
