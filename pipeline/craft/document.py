@@ -75,7 +75,9 @@ class Document:
 
         jieba.setLogLevel(logging.WARNING)
         out, position = [], 0
-        for pair in jieba.posseg.lcut(self.text):
+        # HMM off: idioms, similes and set phrases are dictionary words; the HMM only guesses unknown
+        # words (names) and costs sixteen times the time
+        for pair in jieba.posseg.lcut(self.text, HMM=False):
             start = self.text.find(pair.word, position)
             start = position if start < 0 else start
             position = start + len(pair.word)
