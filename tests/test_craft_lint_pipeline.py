@@ -14,7 +14,9 @@ from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import GateQuestion, RunStatus
 from pipeline.runs import chapter_run_start
 from projects.models import Chapter, Evaluation, PipelineStage
-from tests.test_pipeline import LLM_STAGES, NO_ROWS, content, project_with_contracts, stages_of, story_rows
+from tests.test_pipeline import (  # noqa: F401  (wakeups is a fixture)
+    LLM_STAGES, NO_ROWS, content, project_with_contracts, stages_of, story_rows, wakeups,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -162,3 +164,29 @@ def test_offline_drafts_pass_the_hard_lints():
     for seed in range(20):
         chapter = WRITERS["draft"](slice_, random.Random(seed))["chapter"]
         assert lint_text(chapter, chapter=7).hard == [], seed
+
+
+def test_commit_refuses_a_staged_chapter_with_a_hard_finding(wakeups):
+    """Whatever route a staged text took (here: changed after the judge), commit lints it again."""
+    from pipeline.blackboard import Blackboard
+    from pipeline.models import PipelineRun
+
+    project = project_with_contracts(3)
+    run = chapter_run_start(project_id=project.pk)
+    assert wakeups.run_until("commit") == LLM_STAGES
+    run = PipelineRun.objects.get(pk=run.pk)
+    board = Blackboard(run.blackboard)
+    text = board.as_("skill").read_content("chapter", "refined")
+    board.as_("skill").write_content("chapter", "refined", text.replace("。", "——", 1))
+    run.blackboard = board.to_dict()
+    run.save(update_fields=["blackboard"])
+
+    assert wakeups.step() == "commit"
+    run.refresh_from_db()
+    assert (run.status, run.stage) == (RunStatus.QUEUED, "refine")
+    assert story_rows(project, 1) == NO_ROWS
+    errors = run.blackboard["control"]["errors"]
+    assert errors[-1]["error_type"] == "hard_lint_findings" and "em_dash" in errors[-1]["message"]
+
+    assert wakeups.drain() == ["refine", "judge", "commit"]  # the refiner fixes it, then it commits
+    assert "——" not in Chapter.objects.get(project=project, number=1).text
