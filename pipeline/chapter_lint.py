@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.craft.catalogue import RULES_BY_ID
-from pipeline.craft.lints import LintReport, LintSettings, lint_text
+from pipeline.craft.lints import LintReport, LintSettings, LintSettingsError, lint_text
 from projects.errors import InvalidData, NotFound
 from projects.models import Project
 
@@ -23,8 +23,6 @@ MAX_FILE_BYTES = 2_000_000  # a chapter is ~10 KB; anything this big is not one
 def project_lint_settings(project: Project | None, *, platform: Mapping[str, Any] | None = None) -> LintSettings:
     """The project's lint settings: its platform's profile (or ``platform``) under the project's
     own ``lint_settings`` when the model has them. ``InvalidData`` when they cannot be used."""
-    from pipeline.craft.lints import LintSettingsError
-
     if project is not None and platform is None:
         platform = PLATFORM_PROFILES.get((project.target_platform or "").strip().lower())
     own = getattr(project, "lint_settings", None) if project is not None else None
@@ -39,9 +37,12 @@ def lint_project_text(project: Project | None, text: str, *, chapter: int | None
     """Lint ``text`` with the project's settings and blacklist (defaults and no blacklist without one)."""
     settings = settings or project_lint_settings(project)
     blacklist = project.ai_blacklist if project is not None and isinstance(project.ai_blacklist, Mapping) else None
-    return lint_text(text, thresholds=settings.thresholds, blacklist=blacklist, chapter=chapter, title=title,
-                     title_policy=settings.title_policy, word_range=settings.word_range,
-                     expect_heading=expect_heading)
+    try:
+        return lint_text(text, thresholds=settings.thresholds, blacklist=blacklist, chapter=chapter, title=title,
+                         title_policy=settings.title_policy, word_range=settings.word_range,
+                         expect_heading=expect_heading)
+    except LintSettingsError as exc:
+        raise InvalidData(f"The lint settings cannot be used: {exc}") from exc
 
 
 def refine_targets(report: LintReport, *, evidence: int = 20) -> list[dict[str, Any]]:

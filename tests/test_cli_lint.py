@@ -124,3 +124,12 @@ def test_unusable_project_settings_are_an_error_not_a_crash(tmp_path, monkeypatc
     path = tmp_path / "chapter.md"
     path.write_text("# 第 1 章 雪\n\n他来了。", encoding="utf-8")
     assert "paragraph_max_chars" in _failure("lint", project.slug, "--file", str(path))["message"]
+
+
+def test_an_unusable_title_policy_is_an_error_not_a_crash(tmp_path, monkeypatch):
+    project = ProjectFactory(target_platform="jinjiang")
+    monkeypatch.setitem(chapter_lint.PLATFORM_PROFILES, "jinjiang",
+                        {"retention": {"title_policy": {"enabled": True, "max_chars": "ten"}}})
+    path = tmp_path / "chapter.md"
+    path.write_text("# 第 1 章 雪\n\n他来了。", encoding="utf-8")
+    assert "max_chars" in _failure("lint", project.slug, "--file", str(path))["message"]

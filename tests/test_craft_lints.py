@@ -333,7 +333,9 @@ def test_settings_layer_platform_then_project():
 @pytest.mark.parametrize("bad", [{"lints": {"paragraph_max_chars": "many"}}, {"lints": {"em_dash_max": -1}},
                                  {"lints": {"em_dash_max": True}}, {"lints": [1]},
                                  {"word_count": {"min": 10, "max": 5}}, {"word_count": "3000"},
-                                 {"title_policy": "short"}])
+                                 {"title_policy": "short"}, {"title_policy": {"max_chars": "ten"}},
+                                 {"retention": {"title_policy": {"banned_words": "震惊"}}},
+                                 {"title_policy": {"forbidden_chars": ["!"]}}, {"title_policy": {"enabled": "yes"}}])
 def test_bad_settings_raise_a_clear_error(bad):
     with pytest.raises(LintSettingsError):
         LintSettings.resolve(project=bad)
@@ -344,6 +346,8 @@ def test_hostile_text_and_arguments():
         lint_text(None)  # type: ignore[arg-type]
     with pytest.raises(LintSettingsError):
         lint_text("他来了。", blacklist=["不禁"])  # type: ignore[arg-type]
+    with pytest.raises(LintSettingsError):
+        lint_text("# 第 1 章 雪\n\n他来了。", title_policy={"min_chars": -1})
     for text in ["", "\n\n", "“", "”“「『", "#", "# 第 999999999999 章 x", "\0\ufeff\u200b", "a" * 5000,
                  "——" * 1000, "。" * 500, "\r\n".join(["他来了。"] * 50), "🙂" * 100]:
         report = lint_text(text)

@@ -83,6 +83,28 @@ def _word_range(raw: Any) -> tuple[int | None, int | None] | None:
     return (low, high) if (low, high) != (None, None) else None
 
 
+def _title_policy(raw: Any) -> dict[str, Any] | None:
+    """facts §7.3 title policy: ``{enabled, min_chars, max_chars, banned_words[], forbidden_chars}``,
+    every key optional; a value of the wrong kind raises ``LintSettingsError``."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise LintSettingsError(f"the title policy must be an object, not {raw!r}")
+    policy = dict(raw)
+    for key in ("min_chars", "max_chars"):
+        value = policy.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise LintSettingsError(f"title policy {key!r} must be a whole number ≥ 0, not {value!r}")
+    words = policy.get("banned_words")
+    if words is not None and (not isinstance(words, list) or not all(isinstance(w, str) for w in words)):
+        raise LintSettingsError("title policy 'banned_words' must be a list of words")
+    if policy.get("forbidden_chars") is not None and not isinstance(policy["forbidden_chars"], str):
+        raise LintSettingsError("title policy 'forbidden_chars' must be a string of characters")
+    if policy.get("enabled") is not None and not isinstance(policy["enabled"], bool):
+        raise LintSettingsError("title policy 'enabled' must be true or false")
+    return policy
+
+
 @dataclass(frozen=True)
 class LintSettings:
     thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
@@ -105,9 +127,7 @@ class LintSettings:
             if raw_policy is None and isinstance(retention, Mapping):
                 raw_policy = retention.get("title_policy")
             if raw_policy is not None:
-                if not isinstance(raw_policy, Mapping):
-                    raise LintSettingsError(f"title policy must be an object, not {raw_policy!r}")
-                policy = dict(raw_policy)
+                policy = _title_policy(raw_policy)
         return cls(thresholds, word_range, policy)
 
 
@@ -156,10 +176,8 @@ def lint_text(text: str, *, thresholds: Mapping[str, Any] | None = None, blackli
         raise TypeError(f"lint_text needs a str, not {type(text).__name__}")
     if blacklist is not None and not isinstance(blacklist, Mapping):
         raise LintSettingsError(f"the blacklist must be an object (ai-blacklist.json), not {type(blacklist).__name__}")
-    if title_policy is not None and not isinstance(title_policy, Mapping):
-        raise LintSettingsError(f"the title policy must be an object, not {type(title_policy).__name__}")
     doc = Document(text=text, thresholds=merge_thresholds(thresholds), blacklist=blacklist, chapter=chapter,
-                   title=title, title_policy=dict(title_policy) if title_policy else None,
+                   title=title, title_policy=_title_policy(title_policy),
                    word_range=_word_range(word_range), expect_heading=expect_heading)
     findings = [f for rule in RULE_FUNCTIONS.values() if (f := rule(doc)) is not None]
     return LintReport(chars=doc.chars, findings=findings, indicators=indicators(doc), indicator_mode=indicator_mode(doc))

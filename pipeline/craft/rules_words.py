@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pipeline.checks import NARRATION_ONLY, blacklist_matches
-from pipeline.craft.catalogue import DEFAULT_CONNECTORS, SENTENCE_PATTERNS, SIMILE_WORDS
+from pipeline.craft.catalogue import DEFAULT_CONNECTORS, MAX_EVIDENCE, SENTENCE_PATTERNS, SIMILE_WORDS
 from pipeline.craft.document import Document, Finding
 
 CONNECTOR_CATEGORY = "narration_connector"
@@ -136,5 +136,5 @@ def sentence_pattern(doc: Document) -> Finding | None:
         return None
     evidence.sort(key=lambda item: item["start"])
     names = "、".join(dict.fromkeys(f"{e['pattern_id']} {e['pattern_name']}" for e in evidence))
-    return Finding("sentence_pattern", count, evidence[:50], rate_per_kchars=doc.rate(count),
+    return Finding("sentence_pattern", count, evidence[:MAX_EVIDENCE], rate_per_kchars=doc.rate(count),
                    message=f"疑似 AI 句式 {count} 处（{names}），请评审确认")
