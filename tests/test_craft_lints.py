@@ -257,7 +257,9 @@ def test_vocabulary_diversity():
     f = findings(repetitive, expect_heading=False)["vocabulary_diversity"]
     assert f["value"] < 0.35
     assert "vocabulary_diversity" not in findings(CLEAN, chapter=1)
-    assert "vocabulary_diversity" not in findings("他走了。", expect_heading=False)  # fewer words than a window
+    assert "vocabulary_diversity" not in findings("他走了。", expect_heading=False)  # too few words to say
+    short = findings("他走了。她走了。" * 10, expect_heading=False)["vocabulary_diversity"]  # 60 words: plain ratio
+    assert short["value"] == round(4 / 60, 3)
 
 
 # --- sentence patterns --------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "exclamation_max_per_kchars": 5.0,  # facts §13 indicator 13
     "density_min_count": 3,  # a density rule needs this many hits, so one mark in a short text is not a finding
     "sentence_length_std_dev_min": 6.0,  # facts §13 indicator 3 (green 8-18)
-    "sentence_length_min_sentences": 8,  # fewer sentences: no meaningful spread
+    "sentence_length_min_sentences": 6,  # fewer sentences: no meaningful spread
     "sentence_length_run_tolerance": 5,  # sentences whose lengths differ by at most this ...
     "sentence_length_run_min": 3,  # ... this many in a row
     "paragraph_length_cv_min": 0.3,  # facts §13 indicator 4 (green 0.4-1.2)

@@ -95,11 +95,14 @@ def four_char_idiom_density(doc: Document) -> Finding | None:
                    message=f"叙述中四字成语 {len(spans)} 个，每千字 {rate}，超过 {limit}：换成具体描写")
 
 
-def moving_type_token_ratio(words: list[str], window: int) -> float | None:
+def moving_type_token_ratio(words: list[str], window: int, *, least: int = 40) -> float | None:
     """The mean type-token ratio over every run of ``window`` words (MATTR), which does not fall
-    with the text's length as the plain ratio does; None with fewer words than one window."""
-    if window <= 0 or len(words) < window:
+    with the text's length as the plain ratio does. A text shorter than one window gets its plain
+    ratio, and None below ``least`` words (too few to say anything)."""
+    if window <= 0 or len(words) < min(window, least):
         return None
+    if len(words) < window:
+        return round(len(set(words)) / len(words), 3)
     counts = Counter(words[:window])
     total = len(counts)
     for i in range(window, len(words)):
