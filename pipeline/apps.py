@@ -16,6 +16,11 @@ class PipelineConfig(AppConfig):
         from projects.filetree.hooks import register_extension
 
         register_extension("promotions/", writer=promotions_of, reader=promotions_import)
+        # the craft lints' findings, highlighted on the chapter page (projects.chapter_marks)
+        from pipeline.chapter_lint import chapter_lint_marks
+        from projects.chapter_marks import register_chapter_marker
+
+        register_chapter_marker(chapter_lint_marks)
         # the pipeline's codes in human words, for the web pages (projects.labels)
         from pipeline.labels import register_pipeline_labels
 

@@ -101,27 +101,36 @@ def _entries(blacklist: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return entries
 
 
-def blacklist_hits(text: str, blacklist: Mapping[str, Any] | None) -> BlacklistReport:
-    """facts §13: longest match first; a matched span is masked so the shorter words inside it do not
-    count again ("嘴角微微上扬" hides its "微微"). Whitelisted words take part in the masking but never
-    count. ``narration_only`` words inside Chinese quotes are skipped (and still mask their span)."""
+def blacklist_matches(text: str, blacklist: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The counted blacklist hits of ``text`` as ``[{start, end, word, category}]`` in text order
+    (character offsets), matched as ``blacklist_hits`` counts them (facts §13): longest match first;
+    a matched span is masked so the shorter words inside it do not count again ("嘴角微微上扬" hides
+    its "微微"). Whitelisted words take part in the masking but never count. ``narration_only``
+    words inside Chinese quotes are skipped (and still mask their span)."""
     blacklist = blacklist or {}
     whitelist = _whitelist(blacklist)
     entries = _entries(blacklist)
     in_quote = quoted_mask(text)
     # longest first; at equal length a whitelisted word goes first so it wins
     candidates = sorted(set(entries) | whitelist, key=lambda w: (-len(w), w not in whitelist, w))
-    masked, counts = text, {}
+    masked, found = text, []
     for word in candidates:
-        start, count = masked.find(word), 0
+        start = masked.find(word)
         while start != -1:
             entry = entries.get(word)
             if word not in whitelist and entry and not (entry["narration_only"] and in_quote[start]):
-                count += 1
+                found.append({"start": start, "end": start + len(word), "word": word, "category": entry["category"]})
             masked = masked[:start] + _MASK * len(word) + masked[start + len(word):]
             start = masked.find(word, start + len(word))
-        if count:
-            counts[word] = count
+    return sorted(found, key=lambda hit: hit["start"])
+
+
+def blacklist_hits(text: str, blacklist: Mapping[str, Any] | None) -> BlacklistReport:
+    """facts §13 lint-blacklist over the hits of ``blacklist_matches``."""
+    entries = _entries(blacklist or {})
+    counts: dict[str, int] = {}
+    for hit in blacklist_matches(text, blacklist):
+        counts[hit["word"]] = counts.get(hit["word"], 0) + 1
     chars = count_chars(text)
     total = sum(counts.values())
     limits = [{"word": w, "count": c, "per_chapter_max": entries[w]["per_chapter_max"]}

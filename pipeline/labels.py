@@ -124,6 +124,19 @@ def call_label(code: str) -> str | None:
         "step": label("step", match.group(1)), "attempt": match.group(2), "n": match.group(3)}
 
 
+LINT_RULES = {  # the craft lints' rules (pipeline.craft.catalogue), issue #17
+    "em_dash": _("Em dash"), "md_separator": _("Markdown separator"), "quote_format": _("Quote marks"),
+    "chapter_heading": _("Chapter heading"), "narration_connector": _("Narration connector"),
+    "blacklist": _("AI blacklist phrase"), "simile_density": _("Simile density"),
+    "ellipsis_density": _("Ellipsis density"), "exclamation_density": _("Exclamation density"),
+    "sentence_length_std_dev": _("Sentence length spread"), "sentence_length_run": _("Run of equal sentences"),
+    "paragraph_length_cv": _("Paragraph length spread"), "paragraph_too_long": _("Paragraph too long"),
+    "sentence_repetition": _("Repeated sentence"), "four_char_idiom_density": _("Four-character idiom density"),
+    "vocabulary_diversity": _("Vocabulary diversity"), "sentence_pattern": _("AI sentence pattern"),
+    "word_count": _("Word count"), "title": _("Chapter title"),
+}
+
+
 def register_pipeline_labels() -> None:
     label_pattern_register("call", call_label)
     labels_register("run_kind", {
@@ -140,6 +153,7 @@ def register_pipeline_labels() -> None:
     labels_register("step", {**CHAPTER_STAGES, **OTHER_STAGES})
     label_pattern_register("step", step_label)
     labels_register("topic", {"init.platform_binding": _("Platform and genre")})
+    labels_register("lint_rule", LINT_RULES)
     label_pattern_register("topic", topic_label)
     labels_register("answer", {
         "accept": _("Accept"), "revise": _("Revise"), "rewrite": _("Rewrite"),

@@ -106,6 +106,7 @@ class ChapterMetric:
     blacklist_rate: float | None = None
     avg_sentence_length: float | None = None  # facts §13 style metrics, as the judge measured them
     dialogue_ratio: float | None = None
+    lint_rates: dict[str, float] | None = None  # craft-lint rule -> findings per 1000 characters (issue #17)
     cost: float = 0.0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -137,6 +138,20 @@ def _style(data: dict[str, Any]) -> dict[str, Any]:
     return style if isinstance(style, dict) else {}
 
 
+def _lint_rates(used: dict[str, Any]) -> dict[str, float] | None:
+    """The rate of each craft-lint finding in the evaluation's ``anti_ai`` section; None for an
+    evaluation made before the lints (a rule with no finding is 0)."""
+    anti_ai = used.get("anti_ai")
+    if not isinstance(anti_ai, dict) or not isinstance(anti_ai.get("lint_findings"), list):
+        return None
+    rates = {}
+    for finding in anti_ai["lint_findings"]:
+        rate = _number(finding.get("rate_per_kchars")) if isinstance(finding, dict) else None
+        if rate is not None and isinstance(finding.get("rule"), str):
+            rates[finding["rule"]] = rate
+    return rates
+
+
 def chapter_metrics(*, project: Project, last: int = CHART_CHAPTERS) -> list[ChapterMetric]:
     """Scores, the 8 dimensions, blacklist rate, cost and tokens of the latest ``last`` chapters,
     oldest first: two queries."""
@@ -159,7 +174,7 @@ def chapter_metrics(*, project: Project, last: int = CHART_CHAPTERS) -> list[Cha
             number=number, overall=float(overall) if overall is not None else None,
             scores={k: v for k, v in scores.items() if v is not None}, blacklist_rate=_blacklist_rate(data),
             avg_sentence_length=_number(_style(data).get("avg_sentence_length")),
-            dialogue_ratio=_number(_style(data).get("dialogue_ratio")),
+            dialogue_ratio=_number(_style(data).get("dialogue_ratio")), lint_rates=_lint_rates(used),
             cost=float(row.get("cost") or 0), input_tokens=row.get("inp") or 0, output_tokens=row.get("out") or 0,
             cache_read_tokens=row.get("cached") or 0))
     return metrics

@@ -705,6 +705,8 @@ def _make_environment() -> JacquardEnvironment:
         cache_size=0,  # no loader, nothing to cache; compiled templates are cached by _compile
     )
     env.globals.pop("lipsum", None)  # lipsum(n) would generate n paragraphs: useless here, and a DoS
+    # tojson keeps Chinese readable in prompts (the judge reads the checks, issue #17), not \uXXXX escapes
+    env.policies["json.dumps_kwargs"] = {"sort_keys": True, "ensure_ascii": False}
     env.filters = {name: _guard_filter(name, func) for name, func in env.filters.items()}
     env.filters[_ITER_FILTER] = _counted_iter
     env.filters[_OUTPUT_FILTER] = _output

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from pipeline.blackboard import Blackboard
+from pipeline.chapter_lint import commit_blocked_by_lint
 from pipeline.models import RunKind, StageRun, StateTransition
 from pipeline.stage_claims import Claim, StageOutcome, apply_outcome, claim_locked
 from pipeline.stages.maintain import batch_continue, maintenance_due
@@ -60,7 +61,7 @@ def chapter_commit(*, run_id: int, owner: str) -> tuple[Claim, bool | None] | No
     no lease needs to outlive it (a worker that dies here leaves nothing behind, and the
     redelivered task claims again). None when there was nothing to claim; otherwise the claim and
     True when the chapter was committed, False when the delta was stale and the run went back to
-    summarize, None when the run is not a chapter run (a rewrite commits through its own step,
+    summarize or its hard craft-lint findings sent it back to refine, None when the run is not a chapter run (a rewrite commits through its own step,
     under the lease this claim took)."""
     claimed = claim_locked(run_id=run_id, stage="commit", owner=owner, with_context=False)
     if claimed is None:
@@ -71,8 +72,16 @@ def chapter_commit(*, run_id: int, owner: str) -> tuple[Claim, bool | None] | No
     project = claim.project
     from_state = project.orchestrator_state
     board = Blackboard(run.blackboard)
+    staged = staged_chapter(run, board)
+    blocked = commit_blocked_by_lint(project, text=staged.text, chapter=run.chapter, title=staged.title,
+                                     gate=board.as_("skill").read_content("gate", "result") or {})
+    if blocked and not board.as_("slicer").read_meta("external"):  # issue #17: a hard finding never commits
+        board.as_("orchestrator").append_error("commit", "hard_lint_findings", "; ".join(blocked)[:1000])
+        apply_outcome(run, claim, StageOutcome(board.to_dict(), "refine",
+                                               checkpoint={"pipeline_stage": PipelineStage.REVISING}))
+        return claim, False
     try:  # under the project lock the claim took; a stale patch is refused before anything is written
-        chapter_commit_story_locked(project=project, staged=staged_chapter(run, board))
+        chapter_commit_story_locked(project=project, staged=staged)
     except StalePatch as exc:
         board.as_("orchestrator").append_error("commit", "stale_state_version", exc.message)
         # the kept context holds the old state: summarize must read the current one

@@ -10,7 +10,9 @@ import json
 
 from pipeline.blackboard import Blackboard
 from pipeline.chapter_checks import chapter_checks, judge_evidence
+from pipeline.chapter_lint import hard_fixes
 from pipeline.context import ChapterContext
+from pipeline.craft.anti_ai import anti_ai_section
 from pipeline.gate import ScoreError, decide, recompute_overall
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
@@ -18,6 +20,7 @@ from pipeline.platform_gate import gate_settings_for, hook_field_problems, platf
 from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.style_drift import chapter_metrics as style_metrics
 from pipeline.stages.base import PromptBlock, data_block, json_text, llm_call, system_blocks
+from pipeline.stages.refine import staged_lint
 from projects.json_validation import json_issues
 from projects.models import PipelineStage
 from projects.platforms.limits import golden_gates_for, platform_limits
@@ -90,10 +93,11 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     skill = board.as_("skill")
     text = skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft")
     checks = _checks(ctx, board, text)
+    lint = staged_lint(ctx, board, text)  # issue #17: the craft lints, as readable Chinese for the judge
     # #18: the judge sees the evidence (cast state, roster and aliases, ledger, check results)
     evidence = judge_evidence(ctx, skill.read_content("summary", "delta") or {}, checks)
     slice_ = {"chapter": ctx.chapter, "objectives": ctx.objectives, "checks": checks.as_dict(), "evidence": evidence,
-              **platform_slice(ctx.project, ctx.chapter, text)}
+              "lint_rules": [f.rule for f in lint.findings], **platform_slice(ctx.project, ctx.chapter, text)}
     blocks = [
         *system_blocks(ctx, ROLE),
         data_block("cast", "character_profile", json_text([{"id": c.slug, "name": c.display_name,
@@ -103,7 +107,8 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
         data_block("chapter", "chapter_content", text, required=True),
     ]
     call = llm_call(claim, ctx, stage="judge", slice_=slice_, blocks=blocks, template="judge.j2",
-                    template_context=slice_, tags=["thought", "evaluation"], required_tags=["evaluation"],
+                    template_context={**slice_, "lint_findings": lint.readable()},
+                    tags=["thought", "evaluation"], required_tags=["evaluation"],
                     on_text=on_text)
     evaluation = _evaluation(call, hook_required=slice_["hook_policy"]["required"])
     revision_count = ctx.project.revision_count
@@ -114,10 +119,13 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     except ScoreError as exc:
         raise LLMBadOutput(f"judge: the scores are incomplete: {exc}") from exc
     result = decide(evaluation, revision_count=revision_count, settings=settings,
-                    deterministic_violations=checks.violations, policy_failures=policy_failures)
+                    deterministic_violations=[*checks.violations, *hard_fixes(lint)],  # hard: never commits
+                    policy_failures=policy_failures)
     evaluation["overall_final"] = result.overall  # what the original tool reads first (facts §11)
+    evaluation["anti_ai"] = anti_ai_section(lint, checks.blacklist, evaluation.get("anti_ai"))  # facts §10.11
     if ctx.project.target_platform:  # facts §7.4 step 7: the platform and the weights the gate used
         evaluation.update(platform=slice_["platform"], scoring_weights=dict(settings.scoring_weights))
+    skill.write_content("lint", "report", lint.as_dict())
     skill.write_content("evaluation", "data", evaluation)
     # the chapter's style metrics (facts §13) ride along, so the dashboard charts drift per chapter
     skill.write_content("evaluation", "checks", {**checks.as_dict(), "style": style_metrics(text)})

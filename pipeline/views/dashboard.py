@@ -72,7 +72,19 @@ def _charts(metrics) -> dict:
                                title=_("Sentence length"), lo=0),
         "dialogue": line_chart(xs, {_("dialogue ratio"): [m.dialogue_ratio for m in metrics]},
                                title=_("Dialogue ratio"), lo=0, hi=1),
+        "lints": _lint_chart(xs, metrics),
     }
+
+
+def _lint_chart(xs: list[int], metrics) -> str:
+    """One small chart per craft-lint rule found in any charted chapter: its findings per 1000
+    characters, chapter by chapter (0 where the rule found nothing, a gap before the lints existed)."""
+    rules = sorted({rule for m in metrics for rule in (m.lint_rates or {})})
+    top = max([rate for m in metrics for rate in (m.lint_rates or {}).values()] or [1])
+    names = {rule: label("lint_rule", rule) for rule in rules}
+    series = {names[r]: [None if m.lint_rates is None else m.lint_rates.get(r, 0.0) for m in metrics] for r in rules}
+    return small_multiples(xs, series, title=_("Craft-lint findings per 1000 characters"), lo=0, hi=top,
+                           codes={names[r]: r for r in rules})
 
 
 @login_required

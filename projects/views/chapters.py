@@ -10,6 +10,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
+from projects.chapter_marks import chapter_marks, marked_paragraphs
 from projects.errors import InvalidData, VersionConflict
 from projects.evaluations import evaluation_report
 from projects.models import Chapter
@@ -44,16 +45,25 @@ def chapter_list(request, slug: str):
         access, volumes=volumes, current=current, chapters=chapters, total=sum(v.chapter_count for v in volumes)))
 
 
+def _mark_counts(marks: list[dict]) -> list[tuple[str, str, int]]:
+    """(rule, severity, how many marks) for the legend under the text, hard ones first."""
+    counts: dict[tuple[str, str], int] = {}
+    for mark in marks:
+        counts[(mark["rule"], mark["severity"])] = counts.get((mark["rule"], mark["severity"]), 0) + 1
+    return sorted(((rule, severity, n) for (rule, severity), n in counts.items()), key=lambda r: (r[1] != "hard", r[0]))
+
+
 @login_required
 def chapter_read(request, slug: str, number: int):
     access = project_access(request, slug)
     chapter = _chapter(access.project, number)
-    paragraphs = [p.strip() for p in chapter.text.split("\n") if p.strip()]
+    marks = chapter_marks(access.project, chapter)  # the craft lints' findings (pipeline registers them)
+    paragraphs = marked_paragraphs(chapter.text, marks)
     evaluation = getattr(chapter, "evaluation", None)
     neighbours = set(Chapter.objects.filter(project=access.project, number__in=[number - 1, number + 1])
                      .values_list("number", flat=True))
     return render(request, "projects/chapter_read.html", page_context(
-        access, chapter=chapter, paragraphs=paragraphs, evaluation=evaluation,
+        access, chapter=chapter, paragraphs=paragraphs, evaluation=evaluation, lint_counts=_mark_counts(marks),
         report=evaluation_report(evaluation.data) if evaluation else None,
         log=getattr(chapter, "log", None), summary=getattr(chapter, "summary", None),
         previous=number - 1 if number - 1 in neighbours else None, next=number + 1 if number + 1 in neighbours else None))

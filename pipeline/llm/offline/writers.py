@@ -9,7 +9,8 @@ Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices ea
 - ``summarize``: chapter, title, storyline_id, characters, place, foreshadowing_updates {id: status};
   open_facts [{id, kind, text, characters}]; answers ``summary`` (seed format), ``state_update``
   (triples), ``memory``, ``crossref`` and ``facts`` (the ledger's new and closed facts).
-- ``refine``: chapter_text, blacklist; answers ``edits`` (JSON list of {find, replace, reason}).
+- ``refine``: chapter_text, blacklist, lint_targets [{rule, severity, name, evidence [{start, end}]}];
+  answers ``edits`` (JSON list of {find, replace, reason}) that fix every hard finding, then blacklist words.
 - ``judge`` / ``quickstart:results``: chapter, objectives [{id, description, required}],
   score_mode ("normal" | "low" | "revise" | "incomplete": one dimension left out), and from the platform hook_policy, golden_gates,
   chapter_ending; answers ``evaluation`` (JSON: 8 scores plus hook_strength, the ``hook`` verdict,
@@ -38,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pipeline.llm.offline.brief_words import FALLBACK_PLACES, FALLBACK_ROLES, brief_words, invented_names, name_slug
+from pipeline.llm.offline.lint_fixes import hard_fix_edits
 from pipeline.llm.offline.prose import paragraphs
 from projects.schemas import DEFAULT_SCORE_WEIGHTS, SCORE_DIMENSIONS
 
@@ -45,6 +47,7 @@ Writer = Callable[[dict[str, Any], random.Random], dict[str, str]]
 PLACES = ["北境雪原", "幽暗森林", "魔都", "星火旧址", "断崖渡口"]
 MOODS = ["警觉", "决意", "疲惫", "愤怒", "平静", "不安"]
 CAST = [("lin-feng", "林枫"), ("su-wan", "苏婉"), ("zhao-ming", "赵明"), ("chen-lao", "陈老")]
+_QUOTES = str.maketrans("「」『』", "“”‘’")  # a contract's 「…」 is written in the prose's quote marks (issue #17)
 
 
 def _dumps(value: Any) -> str:
@@ -65,7 +68,8 @@ def draft(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     place = slice_.get("place") or rng.choice(_places(slice_))
     things = list(brief_words(slice_["brief"]).things) if slice_.get("brief") else None
     body = paragraphs(seed=str(rng.random()), names=_names(slice_), place=place, things=things,
-                      goals=list(slice_.get("objectives", [])), target_chars=int(slice_.get("target_chars", 3000)))
+                      goals=[str(g).translate(_QUOTES) for g in slice_.get("objectives", [])],
+                      target_chars=int(slice_.get("target_chars", 3000)))
     blacklist = slice_.get("blacklist") or []
     if blacklist and rng.random() < 0.5:  # leave the refiner something to do, as a real draft would
         body[len(body) // 2] = body[len(body) // 2].replace("，", f"，{rng.choice(blacklist)}", 1)
@@ -127,7 +131,8 @@ def _facts(slice_: dict[str, Any], place: str) -> dict[str, list]:
 
 
 def refine(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
-    text, edits = slice_.get("chapter_text", ""), []
+    text = slice_.get("chapter_text", "")
+    edits = hard_fix_edits(text, slice_.get("lint_targets") or [])  # every hard finding, first
     for word in sorted(set(slice_.get("blacklist") or []), key=len, reverse=True):
         start = text.find(word)
         if start < 0:

@@ -2,7 +2,7 @@
 
 Subcommands: ``demo`` (load the demo novel), ``status``, ``next``, ``advance`` (a project, or an exported
 tree with ``--tree``), ``packet``, ``prompt`` (what a chapter stage would send the model), ``validate --tree``, ``import-step``, ``plan``, ``answer``, ``rewrite``, ``promote``, ``ask validate``,
-``write``, ``export`` and ``import``. With ``--json`` the output is the
+``write``, ``export``, ``import`` and ``lint`` (craft lints of a chapter or a chapter file). With ``--json`` the output is the
 original tool's envelope (facts §1): ``{"ok": true, "command", "data"}`` or
 ``{"ok": false, "command", "error": {"message", "code"}}`` with exit code 2.
 """
@@ -27,8 +27,8 @@ from projects.selectors import project_status
 
 
 class Command(BaseCommand):
-    help = ("Novelsite's novel commands: demo, status, next, advance, packet, prompt, validate, import-step, plan, answer, "
-            "rewrite, promote, ask validate, write, export, import.")
+    help = ("Novelsite's novel commands: demo, status, next, advance, packet, prompt, validate, import-step, plan, "
+            "answer, rewrite, promote, ask validate, write, export, import, lint.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--json", action="store_true", help="Print the JSON envelope instead of text.")
@@ -107,6 +107,12 @@ class Command(BaseCommand):
                              help="professional, casual, humorous, inspirational or educational.")
         promote.add_argument("--intent", default="", help="What the post is for (default: promote the chapters).")
         promote.add_argument("--as", dest="username", help="Username the post is written for (recorded).")
+        lint = sub.add_parser("lint", help="Craft lints of a committed chapter (`lint <project> <chapter>`) or of a "
+                                           "chapter file (`lint --file chapter.md`, with a project's thresholds "
+                                           "when one is named).")
+        lint.add_argument("project", nargs="?", help="Project slug (optional with --file).")
+        lint.add_argument("chapter", nargs="?", help="Chapter number (with --file: the number its heading must carry).")
+        lint.add_argument("--file", help="A chapter file in UTF-8: `# 第 N 章 标题` and the prose.")
         ask = sub.add_parser("ask", help="NOVEL_ASK files (seed 003).")
         ask_sub = ask.add_subparsers(dest="ask_command", required=True)
         ask_validate = ask_sub.add_parser("validate", help="Validate a QuestionSpec or an AnswerSpec JSON file.")
@@ -398,6 +404,38 @@ class Command(BaseCommand):
         if not options["json"]:
             self.stdout.write(self.style.SUCCESS(f"{options['file']}: a valid {kind}"))
         return {"file": options["file"], "kind": kind, "errors": []}
+
+    def _lint(self, options: dict[str, Any]) -> dict[str, Any]:
+        from pipeline.chapter_lint import lint_chapter, lint_file
+
+        number = None
+        if options.get("chapter") is not None:
+            number = plain_int(options["chapter"])
+            if number is None or number < 1:
+                raise CommandError(f"The chapter must be a number ≥ 1, not {options['chapter']!r}.", returncode=2)
+        project = self._project(options["project"]) if options.get("project") else None
+        if options.get("file"):
+            report = lint_file(options["file"], project=project, chapter=number)
+        elif project is None or number is None:
+            raise CommandError("Name a project and a chapter, or a chapter file with --file.", returncode=2)
+        else:
+            report = lint_chapter(project, number)
+        if not options["json"]:
+            self._print_lint(report)
+        return report.as_dict()
+
+    def _print_lint(self, report) -> None:
+        from pipeline.craft.catalogue import RULES_BY_ID
+
+        write = self.stdout.write
+        write(f"{report.chars} 字，{len(report.findings)} 项发现（{len(report.hard)} 项必须修改）")
+        for finding in report.findings:
+            rate = f"，每千字 {finding.rate_per_kchars}" if finding.rate_per_kchars is not None else ""
+            style = self.style.ERROR if finding.severity == "hard" else self.style.WARNING
+            write(style(f"[{finding.severity}] {finding.rule}（{RULES_BY_ID[finding.rule].name}）×{finding.count}{rate}"))
+            write(f"    {finding.message}")
+            for item in finding.evidence[:5]:
+                write(f"    {item['start']}-{item['end']}: {item['text'][:60]}")
 
     def _status(self, options: dict[str, Any]) -> dict[str, Any]:
         project = Project.objects.filter(slug=options["project"]).first()
