@@ -17,6 +17,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
+from django.utils.translation import pgettext
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
@@ -37,6 +38,12 @@ CONTRACT_TYPES = [
 ALIAS_SEPARATORS = re.compile(r"[,，、;；\n]+")
 ALIAS_MAX_CHARS, ALIAS_MAX_COUNT = 40, 50  # projects.schemas.CHARACTER_ALIASES
 SHOWN_KEYS = ("id", "type", "rule", "valid_from_chapter", "valid_until", "exceptions", "update_requires")
+
+
+def profile_skeleton() -> str:
+    """A new profile: the headings of the sections the writer reads, in the page's language."""
+    return "\n\n".join(f"## {pgettext('profile section', name)}"
+                         for name in ("Identity", "Voice", "Secrets", "Abilities")) + "\n"
 
 
 class CharacterForm(forms.Form):
@@ -140,7 +147,7 @@ def character_edit(request, slug: str, character_slug: str | None = None):
             raise Http404(_("No such character."))
     stored = character.contracts if character else []
     initial = {"status": CharacterStatus.ACTIVE, "canon_status": CanonStatus.ESTABLISHED,
-               "profile": _("## Identity\n\n## Voice\n\n## Secrets\n\n## Abilities\n")}  # the sections the writer reads
+               "profile": profile_skeleton()}  # the sections the writer reads
     if character:
         initial = {"slug": character.slug, "display_name": character.display_name, "status": character.status,
                    "canon_status": character.canon_status, "profile": character.profile,
