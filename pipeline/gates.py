@@ -85,11 +85,30 @@ def question_reuse(*, project: Project, step: str, spec: dict[str, Any]) -> tupl
 
 
 def question_open(*, run: PipelineRun, step: str, spec: dict[str, Any], answer_path: str) -> GateQuestion:
-    """Open the question a waiting run stops at (idempotent for a run, step and topic)."""
-    question, _ = GateQuestion.objects.get_or_create(
-        project_id=run.project_id, run=run, step=step, topic=spec["topic"], status=GateStatus.OPEN,
-        defaults={"spec": spec, "answer_path": answer_path})
-    return question
+    """Open the question a waiting run stops at (idempotent for a run, step and topic). A question
+    asked again (a chapter paused a second time after "revise") gets an answer path of its own, so
+    an outside executor following seed 003 does not take the earlier answer, still exported at the
+    old path, for an answer to the new question (#20)."""
+    question = GateQuestion.objects.filter(project_id=run.project_id, run=run, step=step, topic=spec["topic"],
+                                           status=GateStatus.OPEN).first()
+    if question is not None:
+        return question
+    return GateQuestion.objects.create(project_id=run.project_id, run=run, step=step, topic=spec["topic"],
+                                       status=GateStatus.OPEN, spec=spec,
+                                       answer_path=fresh_answer_path(run.project_id, answer_path))
+
+
+def fresh_answer_path(project_id: int, path: str) -> str:
+    """``path``, or ``…-2.answers.json``, ``…-3…`` when an earlier question of the project used it."""
+    taken = set(GateQuestion.objects.filter(project_id=project_id, answer_path__startswith=path.split(".")[0])
+                .values_list("answer_path", flat=True))
+    if path not in taken:
+        return path
+    stem, dot, suffix = path.partition(".")
+    number = 2
+    while f"{stem}-{number}{dot}{suffix}" in taken:
+        number += 1
+    return f"{stem}-{number}{dot}{suffix}"
 
 
 def answer_path_for(step: str) -> str:

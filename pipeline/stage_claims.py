@@ -25,8 +25,9 @@ from pipeline.batch_end import StopReason, batch_end
 from pipeline.blackboard import Blackboard
 from pipeline.checkpoint import checkpoint_update
 from pipeline.errors import LeaseLost
+from pipeline.gates import question_open
 from pipeline.lock_objects import project_lock_of_run, run_lock, stage_finish_statement
-from pipeline.models import GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus, StageRun
+from pipeline.models import PipelineRun, RunKind, RunStatus, StageRun
 from pipeline.queueing import enqueue_stage
 from projects.lock_objects import db_value, project_lock_id, update_returning
 from projects.models import Project
@@ -210,8 +211,8 @@ def _outcome_follow_up(run: PipelineRun, outcome: StageOutcome, *, checkpoint_wr
     if outcome.checkpoint and not checkpoint_written:
         checkpoint_update(run.project_id, **outcome.checkpoint)
     if outcome.question:
-        GateQuestion.objects.get_or_create(project_id=run.project_id, run=run, step=outcome.question["step"],
-                                           status=GateStatus.OPEN, defaults=outcome.question)
+        question_open(run=run, step=outcome.question["step"], spec=outcome.question["spec"],
+                      answer_path=outcome.question["answer_path"])
     if run.status == RunStatus.WAITING:  # a nightly batch stops at a gate
         batch_end(run, reason=StopReason.GATE, detail=f"chapter {run.chapter} waits at {run.stage}")
     if outcome.next_stage and run.status == RunStatus.QUEUED:

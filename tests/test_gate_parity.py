@@ -68,3 +68,21 @@ def test_our_judge_writes_overall_final_as_the_tool_reads_it(settings, make_user
     chapter_run_start(project_id=project.pk)
     evaluation = project.evaluations.get(chapter__number=1)
     assert evaluation.data["overall_final"] == float(evaluation.overall)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chapter_paused_again_asks_on_a_new_answer_path(settings, make_user):
+    """After "revise" the chapter pauses again: the new question must not share its answer path
+    with the old, answered one (still exported there), or an adapter following seed 003 would take
+    the old answer for the new question (#20 item 5)."""
+    from projects.filetree.export import tree_files
+    from tests.sample_pages import paused_demo
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    demo, question = paused_demo(settings, make_user("owner"))
+    first = GateQuestion.objects.filter(project=demo).exclude(pk=question.pk).get()
+    assert first.answer_path == "staging/novel-ask/chapter-002-judge.answers.json"
+    assert question.answer_path == "staging/novel-ask/chapter-002-judge-2.answers.json"
+    files = dict(tree_files(demo))
+    assert first.answer_path in files  # the old answer, exported where it was
+    assert question.answer_path not in files  # the new question: no answer yet
