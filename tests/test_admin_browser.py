@@ -27,6 +27,7 @@ from projects.models import (
     Membership,
     Project,
     ResearchNote,
+    StoryFact,
     Storyline,
     Volume,
     WorldDoc,
@@ -227,6 +228,16 @@ def fill_prompt_template(page) -> None:
     page.fill("#id_source", "润色这一章，保留原意，不要改动对白。")
 
 
+def fill_story_fact(page) -> None:
+    pick_autocomplete(page, "project", "alpha")
+    page.fill("#id_fact_id", "fact-090")
+    page.select_option("#id_kind", "promise")
+    page.fill("#id_text", "林枫答应在洪水退去前送她过河")
+    page.fill("#id_chapter", "3")
+    page.click(f"{editor('characters')} .rjf-add-button")
+    page.fill(f"{editor('characters')} [name='rjf§0']", "lin-feng")
+
+
 ADD_FORMS = {
     Project: fill_project,
     Membership: fill_membership,
@@ -241,6 +252,7 @@ ADD_FORMS = {
     Foreshadowing: fill_foreshadowing,
     ExtraFile: fill_extra_file,
     PromptTemplate: fill_prompt_template,
+    StoryFact: fill_story_fact,
 }
 
 
@@ -271,6 +283,8 @@ def test_every_add_form_saves_what_was_typed(page, live_server, novels, make_use
     character = Character.objects.get(project__slug="alpha", slug="su-wan")
     assert character.contracts == [{"id": "C-SU-WAN-001", "type": "speech", "rule": "说话轻声，从不直呼其名",
                                     "valid_from_chapter": 3}]
+    fact = StoryFact.objects.get(project__slug="alpha", fact_id="fact-090")
+    assert (fact.kind, fact.chapter, fact.characters, fact.status) == ("promise", 3, ["lin-feng"], "open")
     contract = ChapterContract.objects.get(project__slug="alpha", chapter=9)
     assert contract.data == {"chapter": 9, "storyline_id": "main-arc", "objectives": [
         {"id": "OBJ-9-1", "type": "plot", "required": True, "description": "林枫在渡口认出追兵"}]}
