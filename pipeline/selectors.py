@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, DecimalField, Q, Sum, Value
+from django.db.models import Count, DecimalField, Max, Q, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -108,6 +108,7 @@ class ChapterMetric:
     dialogue_ratio: float | None = None
     lint_rates: dict[str, float] | None = None  # craft-lint rule -> findings per 1000 characters (issue #17)
     cost: float = 0.0
+    currencies: tuple[str, ...] = ()  # of the chapter's costs: one, or several that do not add up
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -162,6 +163,11 @@ def chapter_metrics(*, project: Project, last: int = CHART_CHAPTERS) -> list[Cha
                                      run__chapter__gt=since)
              .values("run__chapter").annotate(cost=Sum("cost_usd"), inp=Sum("input_tokens"), out=Sum("output_tokens"),
                                               cached=Sum("cache_read_tokens")))
+    currencies: dict[int, set[str]] = {}
+    for chapter, currency in (StageRun.objects.filter(run__project=project, run__chapter__gt=since,
+                                                      run__kind__in=(RunKind.CHAPTER, RunKind.REWRITE))
+                              .values_list("run__chapter", "currency").distinct()):
+        currencies.setdefault(chapter, set()).add(currency)
     spent = {row["run__chapter"]: row for row in usage}
     metrics = []
     for number, overall, data in sorted(evaluations, key=lambda row: row[0]):
@@ -175,7 +181,8 @@ def chapter_metrics(*, project: Project, last: int = CHART_CHAPTERS) -> list[Cha
             scores={k: v for k, v in scores.items() if v is not None}, blacklist_rate=_blacklist_rate(data),
             avg_sentence_length=_number(_style(data).get("avg_sentence_length")),
             dialogue_ratio=_number(_style(data).get("dialogue_ratio")), lint_rates=_lint_rates(used),
-            cost=float(row.get("cost") or 0), input_tokens=row.get("inp") or 0, output_tokens=row.get("out") or 0,
+            cost=float(row.get("cost") or 0), currencies=tuple(sorted(currencies.get(number, ()))),
+            input_tokens=row.get("inp") or 0, output_tokens=row.get("out") or 0,
             cache_read_tokens=row.get("cached") or 0))
     return metrics
 
@@ -228,7 +235,10 @@ def runs_recent(*, project: Project, chapter: int | None = None, limit: int = 30
     runs = PipelineRun.objects.filter(project=project).defer("blackboard", "context")
     if chapter is not None:
         runs = runs.filter(chapter=chapter)
-    runs = runs.annotate(cost=Coalesce(Sum("stage_runs__cost_usd"), ZERO), stages=Count("stage_runs"))
+    runs = runs.annotate(cost=Coalesce(Sum("stage_runs__cost_usd"), ZERO), stages=Count("stage_runs"),
+                         currency=Max("stage_runs__currency"),
+                         currencies=Count("stage_runs__currency", distinct=True),  # several: no one sum
+                         unknown_costs=Count("stage_runs", filter=Q(stage_runs__cost_known=False)))
     return list(runs.order_by("-pk")[:limit])
 
 

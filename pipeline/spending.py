@@ -71,7 +71,7 @@ def llm_work_admit(*, project: Project, user) -> None:
     spent, cap = manual_spend_today(project), project.manual_cost_cap_usd
     if spent >= cap:
         raise SpendingLimit(
-            _("Today's budget for work started by hand ($%(cap)s) is spent ($%(spent)s). The owner can raise it in "
+            _("Today's budget for work started by hand (%(cap)s) is spent (%(spent)s). The owner can raise it in "
               "the settings.") % {"cap": cap, "spent": spent},
             extra={"spent_usd": str(spent), "cap_usd": str(cap)})
     windows = [

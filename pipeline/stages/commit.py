@@ -21,12 +21,14 @@ def _log(run, board: Blackboard, gate: dict) -> dict:
     succeeded = (StageRun.objects.filter(run=run, status="succeeded").exclude(stage__in=("commit", "maintain"))
                  .order_by("started_at", "pk").values_list("stage", "model", "duration_ms", "input_tokens",
                                                             "output_tokens", "cache_creation_tokens",
-                                                            "cache_read_tokens", "cost_usd"))
-    for stage, model, duration_ms, input_tokens, output_tokens, cache_creation, cache_read, cost in succeeded:
+                                                            "cache_read_tokens", "cost_usd", "currency", "cost_known"))
+    for stage, model, duration_ms, input_tokens, output_tokens, cache_creation, cache_read, cost, currency, known \
+            in succeeded:
+        # ``cost_usd`` keeps the log's key (facts §10.13) and holds the amount in ``currency``
         stages.append({"name": stage, "model": model, "duration_ms": duration_ms or 0,
                        "input_tokens": input_tokens, "output_tokens": output_tokens,
                        "cache_creation_input_tokens": cache_creation, "cache_read_input_tokens": cache_read,
-                       "cost_usd": float(cost)})
+                       "cost_usd": float(cost), "currency": currency, "cost_known": known})
     return {"chapter": run.chapter, "storyline_id": board.as_("slicer").read_meta("storyline_id") or "",
             "started_at": timezone.localtime(run.created_at).isoformat(timespec="seconds"), "stages": stages,
             "gate_decision": gate.get("decision"), "revisions": gate.get("revisions", 0),

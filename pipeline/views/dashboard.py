@@ -51,6 +51,17 @@ def dashboard(request, slug: str):
         llm_problems=project_problems(project.stage_models), limits=platform_limits(project)))
 
 
+def _cost_chart(xs, metrics) -> str:
+    """Cost per chapter in its currency; amounts in several currencies are not added up (#19)."""
+    currencies = {c for m in metrics for c in m.currencies}
+    if len(currencies) > 1:
+        return bar_chart([], [], title=_("Cost per chapter: in several currencies (%(list)s), see the totals")
+                         % {"list": ", ".join(sorted(currencies))})
+    currency = currencies.pop() if currencies else "USD"
+    return bar_chart(xs, [m.cost for m in metrics], title=_("Cost per chapter (%(currency)s)") % {"currency": currency},
+                     unit="$" if currency == "USD" else f" {currency}")
+
+
 def _charts(metrics) -> dict:
     xs = [m.number for m in metrics]
     dimensions = sorted({name for m in metrics for name in m.scores})
@@ -60,7 +71,7 @@ def _charts(metrics) -> dict:
         "dimensions": small_multiples(xs, {names[d]: [m.scores.get(d) for m in metrics] for d in dimensions},
                                       title=_("Score by dimension"), lo=0, hi=5,
                                       codes={names[d]: d for d in dimensions}),
-        "cost": bar_chart(xs, [m.cost for m in metrics], title=_("Cost per chapter (USD)"), unit="$"),
+        "cost": _cost_chart(xs, metrics),
         "tokens": bar_chart(xs, [m.input_tokens + m.output_tokens + m.cache_read_tokens for m in metrics],
                             title=_("Tokens per chapter")),
         "cache": line_chart(xs, {_("cache share"): [m.cache_share for m in metrics]}, title=_("Cache share"),
