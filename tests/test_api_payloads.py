@@ -108,6 +108,7 @@ HOSTILE = [
     ("patch", "", {"autopilot_chapters_per_night": -1}, 400, "invalid"),
     ("patch", "", {"autopilot_cost_cap_usd": "NaN"}, 400, "invalid"),
     ("patch", "", {"stage_models": "claude"}, 400, "invalid"),
+    ("patch", "", {"stage_models": {"draft": "nosuch-provider:some-model"}}, 400, "invalid"),  # not offered (#19)
     ("post", "/members", {"username": "nobody-at-all", "role": "viewer"}, 400, "invalid"),
     ("post", "/members", {"username": "outsider", "role": "superuser"}, 400, "invalid"),
     ("patch", "/members/owner", {"role": "viewer"}, 400, "invalid"),

@@ -6,6 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
+from novelsite.llm_providers import stage_model_problems
 from projects.errors import InvalidData, NovelsiteError, SlugUnavailable
 from projects.lock_objects import project_lock
 from projects.models import CHECKPOINT_FIELDS, Membership, Project, Role, StoryState
@@ -116,6 +117,13 @@ def project_settings_update(*, project: Project, editor: AbstractBaseUser | None
     unknown = set(changes) - PROJECT_SETTINGS_FIELDS
     if unknown:
         raise InvalidData(f"not a project setting: {', '.join(sorted(unknown))}")
+    if isinstance(changes.get("stage_models"), dict):
+        # a provider or model the site does not offer is refused now, not found by a worker later (#19);
+        # one saved earlier and no longer offered is kept as it is (the pages say so)
+        before = project.stage_models or {}
+        chosen = {stage: model for stage, model in changes["stage_models"].items() if before.get(stage) != model}
+        if problems := stage_model_problems(chosen):
+            raise InvalidData("; ".join(problems), extra={"field": "stage_models"})
     current = project_lock(project.pk)
     platform = changes.pop("target_platform", None)
     for name, value in changes.items():
