@@ -171,3 +171,20 @@ def test_an_outside_writers_heading_keeps_its_number_out_of_the_title():
     from pipeline.stages.draft import split_chapter
     assert split_chapter("# 第 5 章 夜渡\n\n正文", "第5章") == ("夜渡", "正文")
     assert split_chapter("正文没有标题", "第5章") == ("第5章", "正文没有标题")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_committed_chapter_keeps_its_crossref_as_the_tools_commit_does(settings, make_user):
+    """facts §7.4: the commit packet lists state/chapter-NNN-crossref.json; Novelsite's own commit
+    writes it too, and a rollback of the chapter takes it back (#20 item 6)."""
+    from pipeline.runs import chapter_run_start
+    from projects.services.chapter_rollback import chapter_rollback_latest
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.NOVELSITE_OFFLINE = {}
+    project = sample_project_create(owner=make_user("owner"))
+    chapter_run_start(project_id=project.pk)
+    crossref = json.loads(tree_of(project)["state/chapter-001-crossref.json"])
+    assert isinstance(crossref, dict)
+    chapter_rollback_latest(project=project, number=1)
+    assert "state/chapter-001-crossref.json" not in tree_of(project)

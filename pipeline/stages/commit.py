@@ -53,7 +53,7 @@ def staged_chapter(run, board: Blackboard) -> StagedChapter:
         text=skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft"),
         summary=skill.read_content("summary", "text"), delta=skill.read_content("summary", "delta"),
         memory=skill.read_content("summary", "memory"), evaluation=evaluation, log=_log(run, board, gate),
-        facts=skill.read_content("summary", "facts"),
+        facts=skill.read_content("summary", "facts"), crossref=skill.read_content("summary", "crossref"),
     )
 
 

@@ -61,6 +61,11 @@ def evaluation_path(number: int) -> str:
     return f"evaluations/{chapter_id(number)}-eval.json"
 
 
+def crossref_path(number: int) -> str:
+    """facts §7.4: the commit moves the staged crossref to ``state/``."""
+    return f"state/chapter-{number:03d}-crossref.json"
+
+
 def log_path(number: int) -> str:
     return f"logs/{chapter_id(number)}-log.json"
 

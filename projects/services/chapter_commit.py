@@ -11,6 +11,8 @@ from django.utils import timezone
 
 from projects.errors import NovelsiteError
 from projects.evaluations import chapter_log_columns, evaluation_columns
+from projects.filetree.canonical import dump_json
+from projects.filetree.paths import crossref_path
 from projects.lock_objects import project_lock_id, storyline_lock
 from projects.models import (
     ChangeSource,
@@ -19,6 +21,7 @@ from projects.models import (
     ChapterLog,
     ChapterSummary,
     Evaluation,
+    ExtraFile,
     OrchestratorState,
     PipelineStage,
     Project,
@@ -55,6 +58,7 @@ class StagedChapter:
     evaluation: dict[str, Any]
     log: dict[str, Any]
     facts: dict[str, Any] | None = None  # the ledger's new and closed facts (services/facts.py)
+    crossref: dict[str, Any] | None = None  # state/chapter-NNN-crossref.json, which the tool's commit keeps
 
 
 @transaction.atomic
@@ -115,6 +119,9 @@ def chapter_commit_story_locked(*, project: Project, staged: StagedChapter) -> C
         character_appearances_add(project=project, chapter=chapter, slugs=sorted(bound), source="ledger")
     # #18: the names the story checks did not know, as the original tool logs them
     unknown_entities_append(project=project, chapter=staged.number, entities=_unknown_entities(staged.evaluation))
+    if staged.crossref is not None:  # facts §7.4: the tool's commit moves it to state/; kept as a tree file
+        ExtraFile.objects.update_or_create(project=project, path=crossref_path(staged.number),
+                                           defaults={"content": dump_json(staged.crossref).decode()})
     checkpoint = {"last_completed_chapter": max(project.last_completed_chapter, staged.number),
                   "pipeline_stage": PipelineStage.COMMITTED, "inflight_chapter": None, "revision_count": 0,
                   "hook_fix_count": 0, "title_fix_count": 0, "orchestrator_state": OrchestratorState.WRITING,

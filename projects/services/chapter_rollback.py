@@ -15,11 +15,13 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from projects.errors import NovelsiteError
+from projects.filetree.paths import crossref_path
 from projects.lock_objects import project_lock, story_state_lock
 from projects.models import (
     ArchivedSummary,
     ChangeSource,
     Chapter,
+    ExtraFile,
     Foreshadowing,
     ForeshadowingEvent,
     STATUS_RANK,
@@ -81,6 +83,7 @@ def chapter_rollback_latest(*, project: Project, number: int, user: AbstractBase
     _undo_foreshadowing(project, number)
     story_facts_undo_chapter(project=project, chapter=number)
     _undo_storyline_memory(project, chapter)
+    ExtraFile.objects.filter(project=project, path=crossref_path(number)).delete()  # the commit's crossref file
     rolled = RolledBack(number, chapter.title, chapter.text, getattr(chapter, "summary", None) and chapter.summary.text
                         or "", state.state_version)
     chapter._history_user = user
