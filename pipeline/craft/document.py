@@ -48,6 +48,7 @@ class Document:
     title_policy: Mapping[str, Any] | None = None
     word_range: tuple[int | None, int | None] | None = None
     expect_heading: bool = True
+    repeats: list[tuple[int, int]] | None = field(default=None, repr=False)  # rules_rhythm.repeated_sentences
 
     @cached_property
     def chars(self) -> int:

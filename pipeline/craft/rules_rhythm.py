@@ -81,32 +81,42 @@ def _bigrams(key: str) -> set[str]:
     return {key[i:i + 2] for i in range(len(key) - 1)} or {key}
 
 
-def _similar(a: tuple[str, set[str]], b: tuple[str, set[str]], similarity: float) -> bool:
+def _similar(a: tuple[str, set[str]], b: tuple[str, set[str], SequenceMatcher], similarity: float) -> bool:
     """Equal, or a ``SequenceMatcher`` ratio ≥ ``similarity`` (one word added or changed keeps a
-    sentence "nearly the same"). Cheap bounds first: lengths, then shared character pairs."""
+    sentence "nearly the same"). Cheap bounds first: lengths, shared character pairs, then the
+    matcher's own upper bound. ``b`` brings its matcher with ``b`` already indexed as the second
+    sequence (the costly part), so an earlier sentence is indexed once, not once per comparison."""
     if a[0] == b[0]:
         return True
     short, long_ = sorted((len(a[0]), len(b[0])))
     if 2 * short / (short + long_) < similarity or not a[1] & b[1]:
         return False
-    return SequenceMatcher(None, a[0], b[0], autojunk=False).ratio() >= similarity
+    matcher = b[2]
+    matcher.set_seq1(a[0])
+    return matcher.quick_ratio() >= similarity and matcher.ratio() >= similarity
 
 
 def repeated_sentences(doc: Document) -> list[tuple[int, int]]:
     """(index, earlier index) of every narrated sentence the same as, or nearly the same as
-    (``_similar``: ratio ≥ ``repetition_similarity``), an earlier one (the nearest)."""
+    (``_similar``: ratio ≥ ``repetition_similarity``), an earlier one (the nearest). Computed once
+    per document (the rule and the indicators both ask)."""
+    if doc.repeats is not None:
+        return doc.repeats
     least, similarity = doc.threshold("repetition_min_chars"), doc.threshold("repetition_similarity")
-    seen: list[tuple[int, tuple[str, set[str]]]] = []
+    seen: list[tuple[int, tuple[str, set[str], SequenceMatcher]]] = []
     repeats = []
     for index, sentence in enumerate(doc.sentences):
         key = _narration_key(doc, sentence)
         if len(key) < least:
             continue
-        entry = (key, _bigrams(key))
-        earlier = next((i for i, e in reversed(seen) if _similar(entry, e, similarity)), None)
+        bigrams = _bigrams(key)
+        earlier = next((i for i, e in reversed(seen) if _similar((key, bigrams), e, similarity)), None)
         if earlier is not None:
             repeats.append((index, earlier))
-        seen.append((index, entry))
+        matcher = SequenceMatcher(None, autojunk=False)
+        matcher.set_seq2(key)
+        seen.append((index, (key, bigrams, matcher)))
+    doc.repeats = repeats
     return repeats
 
 
