@@ -161,14 +161,16 @@ def chapter_metrics(*, project: Project, last: int = CHART_CHAPTERS) -> list[Cha
                    .values_list("chapter__number", "overall", "data"))
     usage = (StageRun.objects.filter(run__project=project, run__kind__in=(RunKind.CHAPTER, RunKind.REWRITE),
                                      run__chapter__gt=since)
-             .values("run__chapter").annotate(cost=Sum("cost_usd"), inp=Sum("input_tokens"), out=Sum("output_tokens"),
-                                              cached=Sum("cache_read_tokens")))
-    currencies: dict[int, set[str]] = {}
-    for chapter, currency in (StageRun.objects.filter(run__project=project, run__chapter__gt=since,
-                                                      run__kind__in=(RunKind.CHAPTER, RunKind.REWRITE))
-                              .values_list("run__chapter", "currency").distinct()):
-        currencies.setdefault(chapter, set()).add(currency)
-    spent = {row["run__chapter"]: row for row in usage}
+             .values("run__chapter", "currency")  # one row per chapter and currency: amounts never mixed
+             .annotate(cost=Sum("cost_usd"), inp=Sum("input_tokens"), out=Sum("output_tokens"),
+                       cached=Sum("cache_read_tokens")))
+    spent: dict[int, dict[str, Any]] = {}
+    for row in usage:
+        total = spent.setdefault(row["run__chapter"],
+                                 {"cost": 0, "inp": 0, "out": 0, "cached": 0, "currencies": set()})
+        for key in ("cost", "inp", "out", "cached"):
+            total[key] += row[key] or 0
+        total["currencies"].add(row["currency"])
     metrics = []
     for number, overall, data in sorted(evaluations, key=lambda row: row[0]):
         data = data if isinstance(data, dict) else {}
@@ -181,7 +183,7 @@ def chapter_metrics(*, project: Project, last: int = CHART_CHAPTERS) -> list[Cha
             scores={k: v for k, v in scores.items() if v is not None}, blacklist_rate=_blacklist_rate(data),
             avg_sentence_length=_number(_style(data).get("avg_sentence_length")),
             dialogue_ratio=_number(_style(data).get("dialogue_ratio")), lint_rates=_lint_rates(used),
-            cost=float(row.get("cost") or 0), currencies=tuple(sorted(currencies.get(number, ()))),
+            cost=float(row.get("cost") or 0), currencies=tuple(sorted(row.get("currencies", ()))),
             input_tokens=row.get("inp") or 0, output_tokens=row.get("out") or 0,
             cache_read_tokens=row.get("cached") or 0))
     return metrics

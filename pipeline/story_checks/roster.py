@@ -10,6 +10,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 # facts §10.8 state has no status field; a project that records one uses words like these
@@ -95,7 +96,14 @@ def _base_tagger():
 
 def person_tagger(names: Iterable[str]):
     """A ``jieba.posseg.POSTokenizer`` whose dictionary is jieba's plus ``names`` (tagged ``nr``), on a
-    fresh Tokenizer that shares nothing writable with jieba's global one or another project's."""
+    fresh Tokenizer that shares nothing writable with jieba's global one or another project's. The
+    same names give the same tagger (kept for the next chapter: copying jieba's dictionary is the
+    costly part, and tagging never changes it)."""
+    return _person_tagger(frozenset(name for name in names if name and len(name) <= 20))
+
+
+@lru_cache(maxsize=2)  # a copy of jieba's dictionary is tens of MB: the project being written, and one more
+def _person_tagger(names: frozenset[str]):
     import jieba
     import jieba.posseg
 
@@ -105,7 +113,6 @@ def person_tagger(names: Iterable[str]):
     tokenizer.initialized = True
     tagger = object.__new__(jieba.posseg.POSTokenizer)  # its __init__ would re-read the dictionary file
     tagger.tokenizer, tagger.word_tag_tab = tokenizer, dict(base.word_tag_tab)
-    for name in names:
-        if name and len(name) <= 20:
-            tokenizer.add_word(name, USER_WORD_FREQ, "nr")
+    for name in sorted(names):
+        tokenizer.add_word(name, USER_WORD_FREQ, "nr")
     return tagger
