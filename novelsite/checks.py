@@ -25,6 +25,9 @@ def celery_settings_check(app_configs=None, **kwargs) -> list[Error]:
     for name in ("NOVELSITE_LEASE_SECONDS", "NOVELSITE_RECONCILE_SECONDS"):
         if getattr(settings, name) < 1:
             errors.append(Error(f"{name} must be at least 1 second.", id="novelsite.E004"))
+    if settings.NOVELSITE_BATCH_CACHE_TTL not in ("5m", "1h"):
+        errors.append(Error(f"NOVELSITE_BATCH_CACHE_TTL must be 5m or 1h, not {settings.NOVELSITE_BATCH_CACHE_TTL!r}.",
+                            id="novelsite.E005"))
     if settings.CELERY_TASK_SOFT_TIME_LIMIT >= settings.CELERY_TASK_TIME_LIMIT:
         errors.append(Error("CELERY_TASK_SOFT_TIME_LIMIT must be below CELERY_TASK_TIME_LIMIT.", id="novelsite.E003"))
     return errors

@@ -14,17 +14,19 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from pipeline.book_bible import book_bible
 from pipeline.facts_recall import open_facts_for
 from pipeline.foreshadowing_tasks import foreshadowing_tasks
 from pipeline.memory import levels_for_writer
 from pipeline.plan_validation import outline_blocks, outline_value
 from pipeline.profile_sections import profile_for_writer
 from pipeline.recall import recall_returning
-from projects.models import ArchivedSummary, Character, ChapterSummary, Project
+from projects.models import ArchivedSummary, Chapter, ChapterSummary, Project
 
 MAX_FALLBACK_CHARACTERS = 15  # facts §12: without contract characters, the first 15
 RECENT_WINDOW = 10  # seed 002: at most 10 unarchived summaries before consolidation
 BLACKLIST_TOP = 10  # facts §12: ai_blacklist_top10
+PREVIOUS_ENDING_CHARS = 800  # issue #17 §4: the previous chapter's last ~800 characters, verbatim
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ class ChapterContext:
     place: str = ""
     extra: dict = field(default_factory=dict)
     open_facts: list[dict] = field(default_factory=list)  # the ledger's open facts (pipeline/facts_recall.py)
+    bible: str = ""  # the book bible every chapter stage opens with (pipeline/book_bible.py)
+    previous_ending: str = ""  # the last lines of the chapter before, verbatim (so the seam reads on)
 
     @property
     def foreshadowing_updates(self) -> dict[str, str]:
@@ -116,6 +120,23 @@ def _memory(project: Project, chapter: int) -> tuple[list[tuple[int, str]], list
     return sorted(recent), memory, archived_until
 
 
+def previous_ending(project: Project, chapter: int) -> str:
+    """The last ~800 characters of the chapter before, starting at a paragraph (else a sentence) so
+    the writer reads whole lines; "" for the first chapter or when it is not written."""
+    text = Chapter.objects.filter(project=project, number=chapter - 1).values_list("text", flat=True).first()
+    if not text:
+        return ""
+    text = text.strip()
+    if len(text) <= PREVIOUS_ENDING_CHARS:
+        return text
+    tail = text[-PREVIOUS_ENDING_CHARS:]
+    for mark in ("\n", "。", "！", "？", "”"):
+        cut = tail.find(mark)
+        if 0 <= cut < PREVIOUS_ENDING_CHARS // 3:
+            return tail[cut + 1:].strip()
+    return tail.strip()
+
+
 def _blacklist_words(blacklist: dict) -> list[str]:
     words = list(blacklist.get("words") or [])
     for entries in (blacklist.get("categories") or {}).values():
@@ -154,6 +175,7 @@ def chapter_context(project: Project, chapter: int) -> ChapterContext:
         state=state_row.data, state_version=state_row.state_version, place=outline_value(block, "Location") or "",
         open_facts=open_facts_for(project, chapter, [c.slug for c in cast], ((contract.get("postconditions") or {})
                                   .get("foreshadowing_updates") or {}), storyline=storyline_id),
+        bible=book_bible(project), previous_ending=previous_ending(project, chapter),
     )
 
 
@@ -168,7 +190,7 @@ def all_blacklist_words(blacklist: dict) -> list[str]:
 # writes before commit changes it, and a person's edit of the state meanwhile is caught at commit
 # (stale base_state_version), which clears the snapshot so that summarize reads the new state.
 
-SNAPSHOT_VERSION = 3  # bump when ChapterContext changes shape: older snapshots are then rebuilt
+SNAPSHOT_VERSION = 4  # bump when ChapterContext changes shape: older snapshots are then rebuilt
 _TUPLE_LISTS = ("recent_summaries", "recall")
 
 

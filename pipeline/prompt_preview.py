@@ -72,7 +72,8 @@ class StagePreview:
     def api_body(self) -> dict[str, Any]:
         """System and messages in the Messages API's shape, with the cache markers where the
         Anthropic backend puts them (an OpenAI-compatible server caches prefixes by itself)."""
-        return build_prompt(self.request.system, self.request.messages)
+        return build_prompt(self.request.system, self.request.messages, model=self.request.model,
+                            ttl=self.request.cache_ttl)
 
     def as_dict(self) -> dict[str, Any]:
         return {"stage": self.stage, "chapter": self.chapter, "source": self.source, "model": self.request.model,

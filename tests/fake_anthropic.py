@@ -126,6 +126,7 @@ class Segment:
     key: tuple[Any, ...]  # what identifies the block in a prefix (section, role, text)
     tokens: int
     breakpoint: bool
+    ttl: str = "5m"
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -134,16 +135,21 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
     return list(content or [])
 
 
+def _ttl(block: dict[str, Any]) -> str:
+    return (block.get("cache_control") or {}).get("ttl", "5m")
+
+
 def prompt_segments(body: dict[str, Any]) -> list[Segment]:
     segments: list[Segment] = []
     for block in _blocks(body.get("system")):
         text = block.get("text", "")
-        segments.append(Segment(("system", text), estimate_tokens(text), bool(block.get("cache_control"))))
+        segments.append(Segment(("system", text), estimate_tokens(text), bool(block.get("cache_control")),
+                                _ttl(block)))
     for index, message in enumerate(body.get("messages") or []):
         for block in _blocks(message.get("content")):
             text = block.get("text", "")
             segments.append(Segment(("message", index, message.get("role"), text), estimate_tokens(text),
-                                    bool(block.get("cache_control"))))
+                                    bool(block.get("cache_control")), _ttl(block)))
     return segments
 
 
@@ -152,12 +158,15 @@ class CacheUsage:
     input_tokens: int
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
+    cache_creation_1h_input_tokens: int = 0
 
 
 class PrefixCache:
-    """Remembers the hashes of every breakpoint prefix seen (per model), for the server's lifetime."""
+    """Remembers the hashes of every breakpoint prefix seen (per model), for the server's lifetime.
+    As the real API does, a breakpoint whose prefix is shorter than ``min_tokens`` caches nothing."""
 
-    def __init__(self) -> None:
+    def __init__(self, min_tokens: int = 1024) -> None:
+        self.min_tokens = min_tokens
         self._seen: set[str] = set()
         self._lock = threading.Lock()
 
@@ -169,7 +178,8 @@ class PrefixCache:
     def usage(self, model: str, segments: list[Segment]) -> CacheUsage:
         cumulative = list(itertools.accumulate(segment.tokens for segment in segments))
         total = cumulative[-1] if cumulative else 0
-        breakpoints = [index for index, segment in enumerate(segments) if segment.breakpoint]
+        breakpoints = [index for index, segment in enumerate(segments)
+                       if segment.breakpoint and cumulative[index] >= self.min_tokens]
         if not breakpoints:
             return CacheUsage(total, 0, 0)
         hashes = {index: self._hash(model, segments[: index + 1]) for index in breakpoints}
@@ -178,7 +188,8 @@ class PrefixCache:
             self._seen.update(hashes.values())
         read = cumulative[max(hits)] if hits else 0
         created = cumulative[breakpoints[-1]] - read
-        return CacheUsage(total - read - created, created, read)
+        hour = created if segments[breakpoints[-1]].ttl == "1h" else 0
+        return CacheUsage(total - read - created, created, read, hour)
 
     def clear(self) -> None:
         with self._lock:
@@ -482,8 +493,9 @@ def _message(message_id: str, model: str, usage: CacheUsage, content: list[dict[
             "output_tokens": output_tokens,
             "cache_creation_input_tokens": usage.cache_creation_input_tokens,
             "cache_read_input_tokens": usage.cache_read_input_tokens,
-            "cache_creation": {"ephemeral_5m_input_tokens": usage.cache_creation_input_tokens,
-                               "ephemeral_1h_input_tokens": 0},
+            "cache_creation": {"ephemeral_5m_input_tokens": (usage.cache_creation_input_tokens
+                                                             - usage.cache_creation_1h_input_tokens),
+                               "ephemeral_1h_input_tokens": usage.cache_creation_1h_input_tokens},
             "service_tier": "standard",
         },
     }

@@ -16,7 +16,8 @@ from pathlib import Path
 import anthropic
 import pytest
 
-from pipeline.llm.anthropic_backend import MAX_CACHE_BREAKPOINTS, AnthropicBackend, build_prompt, cache_breakpoints
+from pipeline.llm.anthropic_backend import MAX_CACHE_BREAKPOINTS, AnthropicBackend, build_prompt
+from pipeline.llm.cache_policy import min_cacheable_tokens, plan_cache
 from pipeline.llm.types import (
     LLMConnectionError,
     LLMOverloaded,
@@ -36,10 +37,12 @@ pytestmark = pytest.mark.filterwarnings("ignore:The model 'claude-sonnet-4-5' is
 
 MODEL = "claude-sonnet-4-5"
 SYSTEM_TEXT = "你是一位擅长连载网络小说的作者。" * 120  # ~2000 tokens: big enough for visible cache costs
+LONG = "规则" * 600  # 1200 tokens: past the model's minimum cacheable prefix (1024)
 
 
 def make_request(*, stream: bool = True, system: tuple[TextBlock, ...] | None = None,
-                 messages: tuple[Message, ...] | None = None, max_output_tokens: int = 512) -> LLMRequest:
+                 messages: tuple[Message, ...] | None = None, max_output_tokens: int = 512,
+                 cache_ttl: str = "5m") -> LLMRequest:
     return LLMRequest(
         model=MODEL,
         system=system if system is not None else (TextBlock(SYSTEM_TEXT, cacheable=True),),
@@ -47,6 +50,7 @@ def make_request(*, stream: bool = True, system: tuple[TextBlock, ...] | None = 
         max_output_tokens=max_output_tokens,
         stage="ChapterWriter",
         stream=stream,
+        cache_ttl=cache_ttl,
     )
 
 
@@ -139,14 +143,14 @@ def test_count_tokens_uses_the_api(backend, fake_anthropic):
     assert counted == expected
     sent = fake_anthropic.requests[-1]
     assert sent.path == "/v1/messages/count_tokens"
-    assert sent.body["system"] == build_prompt(request.system, request.messages)["system"]
+    assert sent.body["system"] == build_prompt(request.system, request.messages, model=MODEL)["system"]
 
 
 # --- prompt caching --------------------------------------------------------------------------
 
 
 def test_cache_control_goes_on_the_last_block_of_each_cacheable_run(backend, fake_anthropic):
-    system = (TextBlock("规则甲", True), TextBlock("规则乙", True), TextBlock("今日提示"))
+    system = (TextBlock(LONG, True), TextBlock("规则乙", True), TextBlock("今日提示"))
     messages = (
         Message("user", (TextBlock("前情一", True), TextBlock("前情二", True))),
         Message("assistant", (TextBlock("好的。", True),)),
@@ -163,7 +167,8 @@ def test_cache_control_goes_on_the_last_block_of_each_cacheable_run(backend, fak
 
 
 def test_never_more_than_four_breakpoints_and_the_last_ones_win(backend, fake_anthropic):
-    system = tuple(TextBlock(f"系统{i}", cacheable=i % 2 == 0) for i in range(6))  # runs end at 0, 2, 4
+    system = tuple(TextBlock(LONG + "系统0" if i == 0 else f"系统{i}", cacheable=i % 2 == 0)
+                   for i in range(6))  # runs end at 0, 2, 4
     messages = tuple(Message("user" if i % 2 == 0 else "assistant", (TextBlock(f"消息{i}", True), TextBlock("变")))
                      for i in range(3))  # three more runs
     backend.complete(make_request(system=system, messages=messages))
@@ -173,17 +178,66 @@ def test_never_more_than_four_breakpoints_and_the_last_ones_win(backend, fake_an
     assert marks == ["系统4", "消息0", "消息1", "消息2"]
 
 
-def test_cache_breakpoints_unit():
-    cached, plain = TextBlock("a", True), TextBlock("b")
-    assert cache_breakpoints([[cached, cached, plain, cached], [cached]]) == {(0, 1), (0, 3), (1, 0)}
-    assert cache_breakpoints([[plain, plain], []]) == set()
+def test_cache_plan_unit():
+    long, cached, plain = TextBlock(LONG, True), TextBlock("a", True), TextBlock("b")
+    plan = plan_cache([long, cached, plain, cached], [[cached]], model=MODEL)
+    assert plan.marks == {(0, 1), (0, 3), (1, 0)} and plan.cacheable
+    assert plan.receipt() == {"cacheable": True, "prefix_tokens": plan.prefix_tokens, "min_tokens": 1024,
+                              "breakpoints": 3, "ttl": "5m"}
+    assert plan_cache([plain, plain], [], model=MODEL).marks == set()
+
+
+def test_no_breakpoint_where_the_prefix_is_below_the_models_minimum():
+    short = TextBlock("只有几个字", True)
+    plan = plan_cache([short], [[TextBlock("问题")]], model=MODEL)
+    assert plan.marks == set() and not plan.cacheable and plan.prefix_tokens < plan.min_tokens
+    # the same prefix clears the 512-token minimum of a family that caches shorter prefixes … and
+    # not the 4096 of one that asks for more
+    medium = TextBlock("手" * 800, True)
+    assert plan_cache([medium], [], model="claude-opus-5-1").marks == {(0, 0)}
+    assert plan_cache([medium], [], model="claude-haiku-4-5").marks == set()
+
+
+@pytest.mark.parametrize("model, minimum", [
+    ("claude-sonnet-5-5", 1024), ("claude-sonnet-4-5-20250929", 1024), ("claude-sonnet-4-6", 2048),
+    ("claude-opus-4-5", 4096), ("claude-haiku-4-5", 4096), ("claude-3-5-haiku-latest", 2048),
+    ("claude-opus-5", 512), ("gpt-5.1", 1024), ("deepseek:deepseek-chat", 1024), ("anything-else", 1024),
+])
+def test_minimum_cacheable_length_by_model_family(model, minimum):
+    assert min_cacheable_tokens(model) == minimum
+
+
+def test_the_book_bible_gets_a_breakpoint_of_its_own():
+    """A block that ends a shared prefix (the bible) is marked even inside a run of cacheable blocks,
+    so the next stage, whose role differs, still reads the bible from the cache."""
+    bible = TextBlock(LONG, cacheable=True, cache_break=True)
+    role = TextBlock("你是评审。", cacheable=True)
+    plan = plan_cache([bible, role], [[TextBlock("本章")]], model=MODEL)
+    assert plan.marks == {(0, 0), (0, 1)}
+
+
+def test_a_short_stable_head_is_sent_without_markers_and_caches_nothing(backend, fake_anthropic):
+    result = backend.complete(make_request(system=(TextBlock("短规则", True),)))
+    body = fake_anthropic.message_requests[0].body
+    assert cache_marks(body) == []
+    assert result.usage.cache_creation_input_tokens == 0
+
+
+def test_an_hour_long_cache_is_asked_for_and_priced_as_such(backend, fake_anthropic):
+    five = backend.complete(make_request(system=(TextBlock(SYSTEM_TEXT + "甲", True),)))
+    hour = backend.complete(make_request(system=(TextBlock(SYSTEM_TEXT + "乙", True),), cache_ttl="1h"))
+    body = fake_anthropic.message_requests[-1].body
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert hour.usage.cache_creation_1h_input_tokens == hour.usage.cache_creation_input_tokens > 0
+    assert five.usage.cache_creation_1h_input_tokens == 0
+    assert hour.cost_usd > five.cost_usd  # an hour's write costs 2× input, 5 minutes' 1.25×
 
 
 def test_empty_blocks_are_dropped(backend, fake_anthropic):
-    system = (TextBlock("规则", True), TextBlock("", True))
+    system = (TextBlock(LONG, True), TextBlock("", True))
     backend.complete(make_request(system=system))
     body = fake_anthropic.message_requests[0].body
-    assert body["system"] == [{"type": "text", "text": "规则", "cache_control": {"type": "ephemeral"}}]
+    assert body["system"] == [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral"}}]
 
 
 def test_second_request_with_the_same_prefix_reads_the_cache_and_costs_less(backend):

@@ -21,10 +21,13 @@ from pipeline.jacquard.filament import parse as parse_filament
 from pipeline.jacquard.skein import Assembled, PromptBlock, Skein, assemble
 from pipeline.jacquard.templates import render_string
 from pipeline.llm.backends import get_backend, resolve
+from pipeline.llm.cache_policy import plan_cache
 from pipeline.llm.types import LLMBadOutput, LLMPermanentError, LLMRequest, LLMResult, TextCallback
 from projects.state_ops import PatchError, apply_delta
 
-# Prompt budgets in estimator tokens (DESIGN §6), and output caps, per stage family.
+# Prompt budgets in estimator tokens (DESIGN §6), and output caps, per stage family. A budget is for
+# the stage's own part: a shared head marked ``cache_break`` (the book bible, pipeline/book_bible.py,
+# ≤ 6K and cached) comes on top of it, so the bible never pushes the chapter's material out.
 DEFAULT_BUDGETS = {"draft": 12_000, "summarize": 10_000, "refine": 8_000, "judge": 14_000, "plan": 24_000,
                    "quickstart": 16_000, "consolidate": 8_000, "review": 16_000, "promote": 6_000}
 MAX_OUTPUT_TOKENS = {"draft": 8_000, "plan": 16_000, "quickstart": 12_000, "summarize": 3_000, "refine": 3_000,
@@ -56,6 +59,7 @@ class CallSpec:
     on_text: TextCallback | None = None
     count_tokens_with_api: bool = False  # ask the backend's real tokenizer too (anthropic only)
     receipt_extra: Mapping[str, Any] = field(default_factory=dict)  # what the stage adds to its receipt
+    cache_ttl: str = "5m"  # the prompt cache's lifetime: "5m", or "1h" for nightly batches
 
 
 @dataclass
@@ -79,6 +83,9 @@ class CallContext:
     def receipt(self) -> dict[str, Any]:
         counter = "anthropic_count_tokens" if self.api_input_tokens is not None else "estimator"
         receipt = self.assembled.receipt(token_counter=counter) if self.assembled else {"blocks": [], "trimmed": []}
+        if self.assembled:  # whether the stable prefix reaches the model's minimum, and where the markers go
+            receipt["cache"] = plan_cache(self.assembled.system, self.assembled.messages, model=self.model,
+                                          ttl=self.spec.cache_ttl).receipt()
         receipt.update(self.spec.receipt_extra)
         if self.api_input_tokens is not None:
             receipt["api_input_tokens"] = self.api_input_tokens
@@ -140,6 +147,8 @@ class Assembler:
     name = "assembler"
 
     def run(self, ctx: CallContext) -> None:
+        head = sum(block.tokens for block in ctx.skein.system if block.cache_break and block.content)
+        ctx.budget += head
         ctx.assembled = assemble(ctx.skein, budget=ctx.budget)
         ctx.notes += [f"trimmed {t.name}: {t.action} ({t.tokens_before}→{t.tokens_after})"
                       for t in ctx.assembled.trimmed]
@@ -176,7 +185,8 @@ class Invoker:
     def run(self, ctx: CallContext) -> None:
         request = LLMRequest(model=ctx.model, system=ctx.assembled.system, messages=ctx.assembled.messages,
                              max_output_tokens=ctx.max_output_tokens, stage=ctx.spec.stage,
-                             stream=ctx.spec.on_text is not None, slice=ctx.spec.slice, seed_key=ctx.spec.seed_key)
+                             stream=ctx.spec.on_text is not None, slice=ctx.spec.slice, seed_key=ctx.spec.seed_key,
+                             cache_ttl=ctx.spec.cache_ttl)
         if _capturing.get():  # a preview (``novel prompt``): the request is the result, nothing is sent
             raise RequestCaptured(request, ctx.receipt())
         stored = self.store.get(ctx.spec.call_key) if self.store else None

@@ -35,6 +35,7 @@ class PromptBlock:
     priority: int = 50  # higher survives longer when trimming
     injection: Injection | None = None
     cacheable: bool = False
+    cache_break: bool = False  # ends a prefix shared beyond this stage (the book bible): its own breakpoint
     required: bool = False  # the contract, the instructions: never trimmed
     shrinkable: bool = False  # may be cut (keeping its end) instead of dropped
     kind: Literal["text", "json"] | None = None  # for the estimator; None = detect
@@ -187,7 +188,7 @@ def _messages(blocks: list[PromptBlock]) -> tuple[Message, ...]:
     """Consecutive blocks of one role become one message; the conversation starts with the user."""
     messages: list[Message] = []
     for block in blocks:
-        text_block = TextBlock(block.content, block.cacheable)
+        text_block = TextBlock(block.content, block.cacheable, block.cache_break)
         if messages and messages[-1].role == block.role:
             messages[-1] = Message(block.role, (*messages[-1].blocks, text_block))
         else:
@@ -205,7 +206,7 @@ def assemble(skein: Skein, *, budget: int) -> Assembled:
     woven = [b for b in weave(skein) if b.content]
     fitted, trims = fit_budget(woven, budget)
     ordered = _cache_order(fitted)
-    system = tuple(TextBlock(b.content, b.cacheable) for b in ordered if b.role == "system")
+    system = tuple(TextBlock(b.content, b.cacheable, b.cache_break) for b in ordered if b.role == "system")
     messages = _messages([b for b in ordered if b.role != "system"])
     return Assembled(system, messages, tuple(ordered), tuple(trims), sum(b.tokens for b in ordered), budget)
 

@@ -1,7 +1,9 @@
 """The ``anthropic`` backend: the official SDK (2.x), streaming, prompt caching, usage and cost.
 
-The request's blocks map one to one onto text blocks; a ``cache_control`` breakpoint goes on the
-last block of each run of cacheable blocks (at most 4, the API's limit). SDK failures are mapped
+The request's blocks map one to one onto text blocks; ``cache_control`` breakpoints go where
+pipeline/llm/cache_policy.py says (the end of each run of cacheable blocks and of the book bible,
+only where the prefix reaches the model's minimum cacheable length, at most 4), with the request's
+lifetime (5 minutes, or an hour for batches). SDK failures are mapped
 onto the ``LLMError`` hierarchy after the SDK's own retries (``max_retries``) are spent.
 
 Importing this module does not need Django; settings are read when a backend is built.
@@ -17,6 +19,7 @@ import anthropic
 import httpx2
 
 from pipeline.llm import pricing
+from pipeline.llm.cache_policy import MAX_CACHE_BREAKPOINTS, plan_cache
 from pipeline.llm.types import (
     LLMConnectionError,
     LLMError,
@@ -34,7 +37,6 @@ from pipeline.llm.types import (
     Usage,
 )
 
-MAX_CACHE_BREAKPOINTS = 4  # the Messages API rejects a request with more
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 
 # An SSE ``error`` event arrives inside an HTTP 200 stream, so the SDK's exception carries status
@@ -56,27 +58,10 @@ STATUS_BY_ERROR_TYPE: dict[str, int] = {
 # --- request mapping -------------------------------------------------------------------------
 
 
-def cache_breakpoints(runs: Sequence[Sequence[TextBlock]]) -> set[tuple[int, int]]:
-    """Where the ``cache_control`` markers go, as (section, index) pairs.
-
-    ``runs`` are sections whose blocks are consecutive in the prompt; a run of cacheable blocks
-    never spans two sections. The marker goes after the last block of each run of cacheable
-    blocks: the API caches the whole prefix up to a marker, so one marker per run covers it. Past
-    the limit, the last markers win: they mark the longest prefixes, which save the most.
-    """
-    marks: list[tuple[int, int]] = []
-    for section, blocks in enumerate(runs):
-        for index, block in enumerate(blocks):
-            next_cacheable = index + 1 < len(blocks) and blocks[index + 1].cacheable
-            if block.cacheable and not next_cacheable:
-                marks.append((section, index))
-    return set(marks[-MAX_CACHE_BREAKPOINTS:])
-
-
-def _text_param(block: TextBlock, cached: bool) -> dict[str, Any]:
+def _text_param(block: TextBlock, cached: bool, ttl: str) -> dict[str, Any]:
     param: dict[str, Any] = {"type": "text", "text": block.text}
     if cached:
-        param["cache_control"] = dict(EPHEMERAL)
+        param["cache_control"] = dict(EPHEMERAL) if ttl == "5m" else {**EPHEMERAL, "ttl": ttl}
     return param
 
 
@@ -85,25 +70,26 @@ def _nonempty(blocks: Iterable[TextBlock]) -> tuple[TextBlock, ...]:
     return tuple(block for block in blocks if block.text)
 
 
-def build_prompt(system: Sequence[TextBlock], messages: Sequence[Message]) -> dict[str, Any]:
+def build_prompt(system: Sequence[TextBlock], messages: Sequence[Message], *, model: str,
+                 ttl: str = "5m") -> dict[str, Any]:
     """``system`` and ``messages`` in the API's shape, with the cache markers placed.
 
     Two sections: the system blocks, then every message block in order (so a run of cacheable
     conversation turns gets a single marker at its end). The system prompt is its own section
-    because it is the prefix most shared between calls: it keeps a marker of its own.
+    because it is the prefix most shared between calls: it keeps a marker of its own. A marker is
+    only set where the prefix reaches the model's minimum cacheable length (cache_policy.py).
     """
     system_blocks = _nonempty(system)
     message_blocks = [_nonempty(message.blocks) for message in messages]
-    flat_messages = [block for blocks in message_blocks for block in blocks]
-    marks = cache_breakpoints([system_blocks, flat_messages])
+    marks = plan_cache(system_blocks, message_blocks, model=model, ttl=ttl).marks
 
     prompt: dict[str, Any] = {}
     if system_blocks:
-        prompt["system"] = [_text_param(block, (0, i) in marks) for i, block in enumerate(system_blocks)]
+        prompt["system"] = [_text_param(block, (0, i) in marks, ttl) for i, block in enumerate(system_blocks)]
     position = 0
     api_messages: list[dict[str, Any]] = []
     for message, blocks in zip(messages, message_blocks, strict=True):
-        content = [_text_param(block, (1, position + i) in marks) for i, block in enumerate(blocks)]
+        content = [_text_param(block, (1, position + i) in marks, ttl) for i, block in enumerate(blocks)]
         position += len(blocks)
         api_messages.append({"role": message.role, "content": content})
     prompt["messages"] = api_messages
@@ -120,11 +106,13 @@ def message_text(message: Any) -> str:
 
 def message_usage(message: Any) -> Usage:
     usage = message.usage
+    split = getattr(usage, "cache_creation", None)  # the writes by lifetime, when the API reports them
     return Usage(
         input_tokens=usage.input_tokens or 0,
         output_tokens=usage.output_tokens or 0,
         cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
         cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+        cache_creation_1h_input_tokens=(getattr(split, "ephemeral_1h_input_tokens", 0) or 0) if split else 0,
     )
 
 
@@ -241,7 +229,7 @@ class AnthropicBackend:
 
     def count_tokens(self, request: LLMRequest) -> int:
         """Input tokens of ``request`` by the API's own tokenizer (a network call)."""
-        prompt = build_prompt(request.system, request.messages)
+        prompt = build_prompt(request.system, request.messages, model=request.model, ttl=request.cache_ttl)
         try:
             counted = self.client.messages.count_tokens(model=request.model, **prompt)
         except _MAPPED_ERRORS as exc:
@@ -252,7 +240,7 @@ class AnthropicBackend:
     def _params(request: LLMRequest) -> dict[str, Any]:
         # No sampling parameters: SDK 2.x has no temperature, and the stages do not need one.
         return {"model": request.model, "max_tokens": request.max_output_tokens,
-                **build_prompt(request.system, request.messages)}
+                **build_prompt(request.system, request.messages, model=request.model, ttl=request.cache_ttl)}
 
     def _stream(self, params: dict[str, Any], on_text: TextCallback | None) -> tuple[Any, str]:
         """Stream one reply, feeding ``on_text``; returns the final message and the request id."""
@@ -274,4 +262,4 @@ class AnthropicBackend:
             return stream.get_final_message(), request_id
 
 
-__all__ = ["AnthropicBackend", "build_prompt", "cache_breakpoints", "map_error"]
+__all__ = ["MAX_CACHE_BREAKPOINTS", "AnthropicBackend", "build_prompt", "map_error"]

@@ -25,8 +25,14 @@ def price_for(model: str, provider: Provider | None = None) -> ModelPrice | None
     return provider.price(model)
 
 
+ONE_HOUR_WRITE_FACTOR = 2  # an hour-long cache write costs twice the input price (5 minutes: cache_write)
+
+
 def amount(price: ModelPrice, usage: Usage) -> Decimal:
-    total = (usage.input_tokens * price.input + usage.cache_creation_input_tokens * price.cache_write_price
+    hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
+    writes = ((usage.cache_creation_input_tokens - hour) * price.cache_write_price
+              + hour * price.input * ONE_HOUR_WRITE_FACTOR)
+    total = (usage.input_tokens * price.input + writes
              + usage.cache_read_input_tokens * price.cached_input + usage.output_tokens * price.output)
     return (total / MTOK).quantize(PLACES)
 

@@ -18,7 +18,8 @@ Role = Literal["user", "assistant"]
 @dataclass(frozen=True)
 class TextBlock:
     text: str
-    cacheable: bool = False  # a cache_control breakpoint goes after the last cacheable block of a run
+    cacheable: bool = False  # part of the stable prefix (pipeline/llm/cache_policy.py places the breakpoints)
+    cache_break: bool = False  # a shared prefix ends here (the book bible): a breakpoint of its own
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class LLMRequest:
     stream: bool = True
     slice: Mapping[str, Any] = field(default_factory=dict)  # structured input (offline backend only)
     seed_key: str = ""  # project:chapter:stage:attempt, for deterministic offline output
+    cache_ttl: str = "5m"  # the prompt cache's lifetime, "5m" or "1h" (NOVELSITE_PROMPT_CACHE_TTL for batches)
 
 
 @dataclass(frozen=True)
@@ -53,11 +55,15 @@ class Usage:
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    cache_creation_1h_input_tokens: int = 0  # of cache_creation_input_tokens, those written for an hour
 
     def as_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
-                "cache_creation_input_tokens": self.cache_creation_input_tokens,
-                "cache_read_input_tokens": self.cache_read_input_tokens}
+        usage = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                 "cache_creation_input_tokens": self.cache_creation_input_tokens,
+                 "cache_read_input_tokens": self.cache_read_input_tokens}
+        if self.cache_creation_1h_input_tokens:
+            usage["cache_creation_1h_input_tokens"] = self.cache_creation_1h_input_tokens
+        return usage
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
+
 from pipeline.batch_budget import batch_budget_check
 from pipeline.call_store import DbCallStore, call_key
 from pipeline.context import ChapterContext
@@ -30,16 +32,18 @@ def json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def system_blocks(ctx: ChapterContext, role_text: str) -> list[PromptBlock]:
-    """The stable head every stage of a book shares: cacheable, so the prefix cache hits."""
-    style = json_text({k: v for k, v in ctx.style_profile.items() if not k.startswith("_")})
-    return [
-        PromptBlock("role", "system", role_text, required=True, cacheable=True, priority=100),
-        PromptBlock("world-rules", "system", "硬性世界规则：\n" + "\n".join(ctx.hard_rules) if ctx.hard_rules else "",
-                    cacheable=True, priority=95),
-        PromptBlock("style-profile", "system", f"风格档案：{style}" if ctx.style_profile else "", cacheable=True,
-                    priority=85, kind="json"),
-    ]
+def bible_block(text: str) -> PromptBlock:
+    """The book bible (pipeline/book_bible.py): first, cached, the same for every chapter stage."""
+    return PromptBlock("book-bible", "system", text, required=True, cacheable=True, cache_break=True, priority=100,
+                       kind="text")
+
+
+def system_blocks(ctx: ChapterContext, role_text: str, *stable: PromptBlock) -> list[PromptBlock]:
+    """The stable head of a chapter stage: the book bible every stage shares, then the stage's role
+    and any ``stable`` blocks of its own (the judge's rubric), all cacheable, so the prefix cache
+    hits across chapters (the bible across stages too)."""
+    return [bible_block(ctx.bible), PromptBlock("role", "system", role_text, required=True, cacheable=True,
+                                                priority=100), *stable]
 
 
 def skein_of(blocks: Sequence[PromptBlock]) -> Skein:
@@ -83,7 +87,7 @@ def project_llm_call(
         call_key=call_key(claim.run_id, stage, claim.attempt, sequence), tags=tags, required_tags=required_tags,
         template_context=template_context, stage_models=project.stage_models,
         seed_key=f"{project.slug}:{label}:{stage}:{claim.attempt}:{sequence}", on_text=on_text,
-        **spec_options,
+        cache_ttl=settings.NOVELSITE_BATCH_CACHE_TTL if claim.batch_id else "5m", **spec_options,
     )
     return run_call(spec, store=DbCallStore(run_id=claim.run_id, stage_run_id=claim.stage_run_id,
                                             lookup=claim.resumed))

@@ -40,9 +40,7 @@ def blocks(ctx: ChapterContext, required_fixes: list[str]) -> list[PromptBlock]:
     recent = "\n\n".join(f"第{n}章：{text}" for n, text in ctx.recent_summaries)
     recall = "\n".join(f"{name} 上次出场（第{n}章）：{text}" for name, n, text in ctx.recall)
     return [
-        *system_blocks(ctx, ROLE),
-        PromptBlock("blacklist", "system", "避免这些 AI 腔用语：" + "、".join(ctx.blacklist_top) if ctx.blacklist_top
-                    else "", cacheable=True, priority=60),
+        *system_blocks(ctx, ROLE),  # the book bible (craft, platform, voice, world, roster) and the role
         data_block("memory-levels", "summary", memory_text(ctx.memory_levels), priority=45, shrinkable=True),
         data_block("recent-summaries", "summary", recent, priority=60, shrinkable=True),
         data_block("recall", "summary", recall, priority=55, shrinkable=True),
@@ -57,6 +55,9 @@ def blocks(ctx: ChapterContext, required_fixes: list[str]) -> list[PromptBlock]:
                     + "\n".join(f["line"] for f in ctx.open_facts) if ctx.open_facts else "", priority=78),
         PromptBlock("drift", "user", "风格纠偏：" + "；".join(ctx.drift_directives) if ctx.drift_directives else "",
                     priority=75),
+        # issue #17 §4: the seam, verbatim, so the new chapter picks up where the last one stopped
+        data_block("previous-ending", "chapter_content", ("上一章结尾（原文）：\n" + ctx.previous_ending)
+                   if ctx.previous_ending else "", priority=90, shrinkable=True),
         PromptBlock("outline", "user", ctx.outline_block, required=True, priority=100),
         PromptBlock("contract", "user", "本章契约：" + json_text(ctx.contract), required=True, priority=100,
                     kind="json"),
@@ -73,11 +74,13 @@ def split_chapter(text: str, fallback_title: str) -> tuple[str, str]:
 
 def platform_draft_slice(project) -> dict:
     """The platform's asks of the writer: the target length (the middle of the profile's target
-    range) and, where a chapter-end hook is required, the hook types it may use."""
+    range) and the range itself, and, where a chapter-end hook is required, the hook types it may use."""
     limits = platform_limits(project)
     hook = limits["hook_policy"]
     types = [HOOK_TYPE_WORDS.get(t, t) for t in hook["allowed_types"]] if hook["required"] else []
-    return {"target_chars": limits["target_chars"], "hook_types": types}
+    words = limits["word_count"]
+    return {"target_chars": limits["target_chars"], "word_min": words["target_min"], "word_max": words["target_max"],
+            "hook_types": types}
 
 
 def prompt_parts(ctx: ChapterContext, required_fixes: list[str]) -> dict:

@@ -21,7 +21,9 @@ from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.style_drift import chapter_metrics as style_metrics
 from pipeline.stages.base import PromptBlock, data_block, json_text, llm_call, system_blocks
 from pipeline.stages.refine import staged_lint
+from pipeline.prompt_templates import prompt_template_source
 from projects.json_validation import json_issues
+from projects.schemas import WEIGHT_DIMENSIONS
 from projects.models import PipelineStage
 from projects.platforms.limits import golden_gates_for, platform_limits
 
@@ -44,6 +46,11 @@ def pause_question(chapter: int, decision: str, overall) -> dict:
     notes = {"id": "notes", "header": "修改说明", "question": "给作者的具体修改意见（可选）", "kind": "free_text",
              "required": False}
     return {"version": 1, "topic": f"chapter.{chapter:03d}.judge_pause", "questions": [question, notes]}
+
+
+def rubric_weights(weights) -> dict[str, str]:
+    """The weight of every dimension the rubric names, as the judge reads it (0 for one not weighted)."""
+    return {dim: f"{float(weights.get(dim, 0)):.2f}" for dim in WEIGHT_DIMENSIONS}
 
 
 def _checks(ctx: ChapterContext, board: Blackboard, text: str):
@@ -98,8 +105,12 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     evidence = judge_evidence(ctx, skill.read_content("summary", "delta") or {}, checks)
     slice_ = {"chapter": ctx.chapter, "objectives": ctx.objectives, "checks": checks.as_dict(), "evidence": evidence,
               "lint_rules": [f.rule for f in lint.findings], **platform_slice(ctx.project, ctx.chapter, text)}
+    settings = gate_settings_for(ctx.project)
+    rubric = PromptBlock("judge-rubric", "system", template=prompt_template_source(
+        project_id=ctx.project.pk, name="judge_rubric.j2", has_overrides=getattr(ctx.project, "has_prompt_overrides", None)),
+        required=True, cacheable=True, priority=100)  # stable per project: cached after the bible
     blocks = [
-        *system_blocks(ctx, ROLE),
+        *system_blocks(ctx, ROLE, rubric),
         data_block("cast", "character_profile", json_text([{"id": c.slug, "name": c.display_name,
                                                             "contracts": c.contracts} for c in ctx.cast]),
                    priority=70, shrinkable=True),
@@ -107,13 +118,13 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
         data_block("chapter", "chapter_content", text, required=True),
     ]
     call = llm_call(claim, ctx, stage="judge", slice_=slice_, blocks=blocks, template="judge.j2",
-                    template_context={**slice_, "lint_findings": lint.readable()},
+                    template_context={**slice_, "lint_findings": lint.readable(),
+                                      "weights": rubric_weights(settings.scoring_weights)},
                     tags=["thought", "evaluation"], required_tags=["evaluation"],
                     on_text=on_text)
     evaluation = _evaluation(call, hook_required=slice_["hook_policy"]["required"])
     revision_count = ctx.project.revision_count
     policy_failures = platform_review(evaluation, ctx.project, ctx.chapter)
-    settings = gate_settings_for(ctx.project)
     try:  # every weighted dimension scored: else the judge is asked again, not the chapter rewritten (#20)
         recompute_overall(evaluation, settings.scoring_weights)
     except ScoreError as exc:
