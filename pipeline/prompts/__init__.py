@@ -29,7 +29,7 @@ SAMPLE_CONTEXTS: dict[str, dict[str, Any]] = {
                  "roster": [{"name": "林枫", "aliases": ["林师兄"], "line": "北境少年"}], "roster_more": 0},
     "draft.j2": {"chapter": 7, "title": "入林", "target_chars": 3000, "word_min": 2500, "word_max": 3500, "storyline_id": "main-arc", "place": "幽暗森林",
                  "objectives": ["林枫进入幽暗森林"], "characters": _CAST, "required_fixes": ["加快节奏"],
-                 "hook_types": ["悬念提问", "威胁揭示"]},
+                 "hook_types": ["悬念提问", "威胁揭示"], "continues": True},
     "summarize.j2": {"chapter": 7, "title": "入林", "storyline_id": "main-arc", "characters": _CAST,
                      "foreshadowing_updates": {"ancient_prophecy": "advanced"},
                      "open_facts": [{"id": "fact-001", "kind": "promise", "text": "林枫答应护送陈老南下",

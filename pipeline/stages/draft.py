@@ -89,7 +89,8 @@ def prompt_parts(ctx: ChapterContext, required_fixes: list[str]) -> dict:
     objectives = [o.get("description", "") for o in ctx.objectives]
     slice_ = {"chapter": ctx.chapter, "title": ctx.title, "storyline_id": ctx.storyline_id,
               "characters": cast_slice(ctx), "objectives": objectives, "place": ctx.place,
-              **platform_draft_slice(ctx.project), "blacklist": ctx.blacklist_top, "required_fixes": required_fixes}
+              **platform_draft_slice(ctx.project), "blacklist": ctx.blacklist_top, "required_fixes": required_fixes,
+              "continues": bool(ctx.previous_ending)}
     return {"slice_": slice_, "blocks": blocks(ctx, required_fixes), "template": "draft.j2",
             "template_context": {**slice_, "characters": slice_["characters"]},
             "receipt_extra": memory_receipt(ctx.memory_levels)}
