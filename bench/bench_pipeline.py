@@ -60,8 +60,10 @@ CHAPTERS_PER_VOLUME = 30
 
 OVERHEAD_TARGET_MS = 150.0
 EFFICIENCY_TARGET = 0.90
-PROMPT_TARGET_TOKENS = 12_000
-PROMPT_GROWTH_TARGET = 1.10
+PROMPT_TARGET_TOKENS = 8_000  # the writer prompt's per-chapter part (issue #17 §4)
+PROMPT_GROWTH_TARGET = 1.10  # the per-chapter part at the last checkpoint over chapter 30's
+BIBLE_MAX_TOKENS = 6_000  # the cached book bible
+BIBLE_BLOCKS = ("book-bible",)  # the receipt's names of the bible's blocks
 PROMPT_CHECKPOINTS = (30, 300, 1000)
 
 
@@ -578,8 +580,11 @@ def part3_book(chapters: int) -> dict[str, Any]:
         if draft is None:
             continue
         receipt = draft.receipt
+        bible = sum(b["tokens"] for b in receipt.get("blocks", []) if b["name"] in BIBLE_BLOCKS)
         checkpoints[chapter] = {
             "total_tokens": receipt.get("total_tokens"), "budget": receipt.get("budget"),
+            "bible_tokens": bible, "per_chapter_tokens": (receipt.get("total_tokens") or 0) - bible,
+            "cache": receipt.get("cache") or {},
             "input_tokens": draft.input_tokens, "output_tokens": draft.output_tokens,
             "blocks": [(b["name"], b["tokens"]) for b in receipt.get("blocks", [])],
             "trimmed": receipt.get("trimmed", []), "levels": levels_seen.get(chapter, []),
@@ -605,8 +610,16 @@ def part3_book(chapters: int) -> dict[str, Any]:
         "by_stage": {stage: {"input": row["input"] / max(1, committed), "output": row["output"] / max(1, committed),
                              "calls": row["n"]} for stage, row in by_stage.items()},
         "segments": segments, "checkpoints": checkpoints, "costs": costs, "memory_levels": levels,
-        "queries": queries, "vendor": connection.vendor,
+        "queries": queries, "vendor": connection.vendor, "cache_minimum": _default_cache_minimum(),
     }
+
+
+def _default_cache_minimum() -> dict[str, Any]:
+    """The minimum cacheable prefix of the model a new site writes with (anthropic's default)."""
+    from novelsite.llm_providers import FALLBACK_MODEL as DEFAULT_ANTHROPIC_MODEL
+    from pipeline.llm.cache_policy import min_cacheable_tokens
+
+    return {"model": DEFAULT_ANTHROPIC_MODEL, "tokens": min_cacheable_tokens(DEFAULT_ANTHROPIC_MODEL)}
 
 
 def spawn_part3(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
@@ -859,7 +872,9 @@ def report_part3(result: dict[str, Any], rows: list[tuple]) -> None:
     for chapter, figures in checkpoints.items():
         blocks = ", ".join(f"{name} {tokens}" for name, tokens in figures["blocks"])
         trimmed = f"; trimmed: {figures['trimmed']}" if figures["trimmed"] else ""
-        print(f"    ch{chapter:<5} total {figures['total_tokens']:>6} / budget {figures['budget']}: {blocks}{trimmed}")
+        print(f"    ch{chapter:<5} total {figures['total_tokens']:>6} / budget {figures['budget']} = book bible "
+              f"{figures.get('bible_tokens', 0)} (cached) + per-chapter part {figures.get('per_chapter_tokens')}: "
+              f"{blocks}{trimmed}")
         if figures.get("levels"):
             print(f"    {'':<7} memory levels: {', '.join(figures['levels'])}")
     tokens = result["tokens_per_chapter"]
@@ -874,18 +889,28 @@ def report_part3(result: dict[str, Any], rows: list[tuple]) -> None:
     wanted = [c for c in PROMPT_CHECKPOINTS if c <= committed] or ([committed] if committed else [])
     if committed and committed not in wanted:
         wanted.append(committed)
+    minimum = result.get("cache_minimum") or {"model": "?", "tokens": 1024}
     for chapter in wanted:
-        total = checkpoints.get(chapter, {}).get("total_tokens")
-        if total is None:
-            rows.append((f"3 writer prompt ch{chapter}", "missing", f"≤ {PROMPT_TARGET_TOKENS}", "FAIL"))
+        figures = checkpoints.get(chapter, {})
+        part = figures.get("per_chapter_tokens")
+        if part is None:
+            rows.append((f"3 per-chapter ch{chapter}", "missing", f"≤ {PROMPT_TARGET_TOKENS}", "FAIL"))
             continue
-        rows.append((f"3 writer prompt ch{chapter}", f"{total} tokens", f"≤ {PROMPT_TARGET_TOKENS}",
-                     verdict(total <= PROMPT_TARGET_TOKENS)))
+        rows.append((f"3 per-chapter ch{chapter}", f"{part} tokens", f"≤ {PROMPT_TARGET_TOKENS}",
+                     verdict(part <= PROMPT_TARGET_TOKENS)))
+        bible = figures.get("bible_tokens", 0)
+        rows.append((f"3 book bible ch{chapter}", f"{bible} tokens", f"{minimum['tokens']}–{BIBLE_MAX_TOKENS}",
+                     verdict(minimum["tokens"] <= bible <= BIBLE_MAX_TOKENS)))
     first, last_chapter = 30, max(checkpoints) if checkpoints else None
     if first in checkpoints and last_chapter and last_chapter != first:
-        ratio = checkpoints[last_chapter]["total_tokens"] / checkpoints[first]["total_tokens"]
-        rows.append((f"3 ch{last_chapter} / ch30", f"{ratio:.3f}", f"≤ {PROMPT_GROWTH_TARGET:.2f}",
+        ratio = checkpoints[last_chapter]["per_chapter_tokens"] / checkpoints[first]["per_chapter_tokens"]
+        rows.append((f"3 ch{last_chapter} / ch30 (part)", f"{ratio:.3f}", f"≤ {PROMPT_GROWTH_TARGET:.2f}",
                      verdict(ratio <= PROMPT_GROWTH_TARGET)))
+        whole = checkpoints[last_chapter]["total_tokens"] / checkpoints[first]["total_tokens"]
+        rows.append((f"3 ch{last_chapter} / ch30 (whole)", f"{whole:.3f}", "-", "-"))
+    print(f"  the book bible must reach the cache minimum of {minimum['model']} ({minimum['tokens']} tokens) "
+          f"and stay ≤ {BIBLE_MAX_TOKENS}; the per-chapter part ≤ {PROMPT_TARGET_TOKENS} and ch1000/ch30 ≤ "
+          f"{PROMPT_GROWTH_TARGET:.2f}")
     rows.append(("3 tokens/chapter in/out", f"{tokens['input']:.0f} / {tokens['output']:.0f}", "-", "-"))
     if committed < result["chapters"]:
         rows.append(("3 chapters written", f"{committed}", f"{result['chapters']}", "FAIL"))

@@ -9,12 +9,32 @@ from typing import Any
 from django.db import InterfaceError, OperationalError
 
 from pipeline.db_connection import connection_drop_if_broken
-from pipeline.llm.types import LLMResult, Usage
+from pipeline.llm.cache_policy import plan_cache
+from pipeline.llm.types import LLMRequest, LLMResult, Usage
 from pipeline.models import LLMCall
 
 
 def call_key(run_id: int, stage: str, attempt: int, sequence: int | str = 1) -> str:
     return f"run{run_id}:{stage}:{attempt}:{sequence}"
+
+
+def prompt_record(request: LLMRequest) -> dict[str, Any]:
+    """The request as the model received it, for people to read on the run page: the system blocks
+    and the messages in order, each block marked where a cache breakpoint followed it. Empty blocks
+    are left out, as the backends leave them out."""
+    system = [block for block in request.system if block.text]
+    messages = [(message.role, [block for block in message.blocks if block.text]) for message in request.messages]
+    marks = plan_cache(system, [blocks for _role, blocks in messages], model=request.model,
+                       ttl=request.cache_ttl).marks
+    record: dict[str, Any] = {"system": [{"text": block.text, "cache_breakpoint": (0, index) in marks}
+                                         for index, block in enumerate(system)], "messages": []}
+    position = 0
+    for role, blocks in messages:
+        record["messages"].append({"role": role, "blocks": [
+            {"text": block.text, "cache_breakpoint": (1, position + index) in marks}
+            for index, block in enumerate(blocks)]})
+        position += len(blocks)
+    return record
 
 
 class DbCallStore:
@@ -26,7 +46,7 @@ class DbCallStore:
     def get(self, key: str) -> LLMResult | None:
         if not self.lookup:
             return None
-        row = LLMCall.objects.filter(call_key=key).first()
+        row = LLMCall.objects.filter(call_key=key).defer("prompt").first()
         if row is None:
             return None
         usage = Usage(**{k: int(row.usage.get(k, 0)) for k in ("input_tokens", "output_tokens",
@@ -37,7 +57,7 @@ class DbCallStore:
                          backend=row.backend, currency=row.currency, cost_known=row.cost_known,
                          usage_source=str(row.usage.get("counted_by", "api")))
 
-    def put(self, key: str, result: LLMResult, receipt: dict[str, Any]) -> None:
+    def put(self, key: str, result: LLMResult, receipt: dict[str, Any], request: LLMRequest | None = None) -> None:
         # autocommit: stored before the stage advances, so it survives a crash of this worker. A
         # twin that stored the same key first wins (one INSERT, no savepoint: this is a hot path).
         row = LLMCall(
@@ -46,6 +66,7 @@ class DbCallStore:
             stop_reason=result.stop_reason, usage={**result.usage.as_dict(), "counted_by": result.usage_source},
             cost_usd=Decimal(result.cost_usd), currency=result.currency, cost_known=result.cost_known,
             duration_ms=result.duration_ms, request_id=result.request_id,
+            prompt=prompt_record(request) if request is not None else {},
         )
         try:
             LLMCall.objects.bulk_create([row], ignore_conflicts=True)

@@ -128,6 +128,9 @@ class LLMCall(models.Model):
     model = models.CharField(max_length=100)
     request_sha256 = models.CharField(max_length=64)
     output_text = models.TextField()
+    # the request as sent: {"system": [{text, cache_breakpoint}], "messages": [{role, blocks: [...]}]}
+    # (pipeline.call_store.prompt_record); the run page shows it to members (issue #17 §4)
+    prompt = SchemaJSONField(schema_name="OPAQUE_JSON", default=dict, blank=True, editor="raw")
     stop_reason = models.CharField(max_length=40, blank=True)
     usage = SchemaJSONField(schema_name="LLM_USAGE", default=dict, blank=True, editor="raw")
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, default=0,

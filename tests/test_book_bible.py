@@ -167,3 +167,27 @@ def test_novel_prompt_shows_the_bible_first(project, capsys):
     out = capsys.readouterr().out
     first = out.split("--- system", 2)[1]
     assert "[cache breakpoint after this block]" in first.splitlines()[0] and "本书写作手册" in first
+
+
+@pytest.mark.parametrize("language, label", [(None, "缓存到此处"), ("en", "cached up to here")])
+def test_the_run_page_shows_members_every_calls_full_prompt(project, make_user, language, label):
+    from django.test import Client
+    from django.urls import reverse
+
+    from pipeline.models import LLMCall, PipelineRun
+    from tests.conftest import member_client
+
+    chapter_run_start(project_id=project.pk)
+    run = PipelineRun.objects.filter(project=project, chapter=1).first()
+    stored = LLMCall.objects.filter(run=run).order_by("pk").first()
+    assert stored.prompt["system"][0]["text"] == book_bible(project) and stored.prompt["system"][0]["cache_breakpoint"]
+    assert stored.prompt["messages"] and stored.prompt["messages"][0]["role"] == "user"
+
+    reviewer = member_client(project, make_user, "reviewer", language=language)
+    page = reviewer.get(reverse("run", args=[project.slug, run.pk])).content.decode()
+    assert page.count('class="call-prompt"') == LLMCall.objects.filter(run=run).count()
+    assert "本书写作手册" in page and label in page
+    assert "评分细则" in page  # the judge's call, rubric included
+    outsider = Client()
+    outsider.force_login(make_user("outsider", staff=False))
+    assert outsider.get(reverse("run", args=[project.slug, run.pk])).status_code == 404

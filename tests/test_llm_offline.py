@@ -308,7 +308,7 @@ class MemoryStore:
         self.gets += 1
         return self.saved.get(key)
 
-    def put(self, key, result, receipt):
+    def put(self, key, result, receipt, request=None):
         self.saved[key] = result
 
 

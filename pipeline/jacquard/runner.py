@@ -37,7 +37,8 @@ MAX_OUTPUT_TOKENS = {"draft": 8_000, "plan": 16_000, "quickstart": 12_000, "summ
 class CallStore(Protocol):
     def get(self, call_key: str) -> LLMResult | None: ...
 
-    def put(self, call_key: str, result: LLMResult, receipt: dict[str, Any]) -> None: ...
+    def put(self, call_key: str, result: LLMResult, receipt: dict[str, Any],
+            request: LLMRequest | None = None) -> None: ...
 
 
 @dataclass
@@ -198,7 +199,7 @@ class Invoker:
             ctx.api_input_tokens = backend.count_tokens(request)
         ctx.result = backend.complete(request, on_text=ctx.spec.on_text)
         if self.store:
-            self.store.put(ctx.spec.call_key, ctx.result, ctx.receipt())
+            self.store.put(ctx.spec.call_key, ctx.result, ctx.receipt(), request)
 
 
 class FilamentParserPlugin:

@@ -30,5 +30,17 @@ def run_view(request, slug: str, run_id: int):
         raise Http404(_("No such run."))
     stages = [{"row": s, "receipt": json.dumps(s.receipt or {}, ensure_ascii=False, indent=2)}
               for s in run.stage_runs.all()]
-    return render(request, "pipeline/run.html", page_context(access, run=run, stages=stages,
-                                                             calls=list(run.llm_calls.all())))
+    calls = [{"row": call, "prompt": prompt_blocks(call.prompt)} for call in run.llm_calls.all()]
+    return render(request, "pipeline/run.html", page_context(access, run=run, stages=stages, calls=calls))
+
+
+def prompt_blocks(prompt: dict) -> list[dict]:
+    """A stored request (``LLMCall.prompt``) as the blocks the model read, in order, each with who
+    it came from in words and whether a cache breakpoint followed it."""
+    who = {"system": _("System prompt"), "user": _("Message to the model"), "assistant": _("The model's earlier reply")}
+    blocks = [{"who": who["system"], "text": b.get("text", ""), "breakpoint": b.get("cache_breakpoint", False)}
+              for b in (prompt or {}).get("system") or []]
+    for message in (prompt or {}).get("messages") or []:
+        blocks += [{"who": who.get(message.get("role"), who["user"]), "text": b.get("text", ""),
+                    "breakpoint": b.get("cache_breakpoint", False)} for b in message.get("blocks") or []]
+    return blocks
