@@ -17,7 +17,7 @@ from typing import Any
 from pipeline.book_bible import book_bible
 from pipeline.facts_recall import open_facts_for
 from pipeline.foreshadowing_tasks import foreshadowing_tasks
-from pipeline.memory import levels_for_writer
+from pipeline.memory import DETAIL_CHAPTERS_MAX, memory_for_writer
 from pipeline.plan_validation import outline_blocks, outline_value
 from pipeline.profile_sections import profile_for_writer
 from pipeline.recall import recall_returning
@@ -109,15 +109,19 @@ def _cast(project: Project, contract: dict, state: dict, outline: str) -> tuple[
 
 def _memory(project: Project, chapter: int) -> tuple[list[tuple[int, str]], list[dict], int]:
     """Summaries since the last archive (seed 002) and the live memory levels above them, each held
-    to the size of what it covers (pipeline/memory.py)."""
+    to the size of what it covers, all within one room that a young book fills with the summaries
+    of its archived chapters (pipeline/memory.py)."""
     levels = list(ArchivedSummary.objects.filter(project=project, superseded=False, chapter_end__lt=chapter)
                   .order_by("chapter_start").values_list("level", "chapter_start", "chapter_end", "text"))
     archived_until = max((end for _level, _start, end, _text in levels), default=0)
-    recent = list(ChapterSummary.objects.filter(project=project, chapter__number__gt=archived_until,
-                                                chapter__number__lt=chapter)
-                  .order_by("-chapter__number").values_list("chapter__number", "text")[:RECENT_WINDOW])
-    memory = [{**slot.receipt(), "text": slot.text} for slot in levels_for_writer(levels)]
-    return sorted(recent), memory, archived_until
+    summaries = list(ChapterSummary.objects.filter(
+        project=project, chapter__number__gt=max(0, archived_until - DETAIL_CHAPTERS_MAX), chapter__number__lt=chapter)
+        .order_by("-chapter__number").values_list("chapter__number", "text")[:RECENT_WINDOW + DETAIL_CHAPTERS_MAX])
+    recent = [row for row in summaries if row[0] > archived_until][:RECENT_WINDOW]
+    earlier = [row for row in summaries if row[0] <= archived_until]
+    shown, slots = memory_for_writer(levels, recent, earlier)
+    memory = [{**slot.receipt(), "text": slot.text} for slot in slots]
+    return shown, memory, archived_until
 
 
 def previous_ending(project: Project, chapter: int) -> str:

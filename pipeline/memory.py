@@ -32,9 +32,13 @@ VOLUME_SUMMARIES_KEPT = 2  # older volume summaries fold into the synopsis
 
 LEVEL_BASE_CHARS = 400  # an archive of ARCHIVE_SIZE chapters (seed 002's length)
 LEVEL_MAX_CHARS = 2000  # the longest level, however many chapters it stands for
-# all levels in the writer's prompt: about 5K estimator tokens of the writer's 12K (a CJK
-# character is about one token), of which the rest of the prompt uses about 3K
-MEMORY_MAX_CHARS = 5000
+# The writer's memory (the summaries since the last archive and the levels above them) fills one
+# fixed room, so chapter 1000's prompt costs what chapter 30's does (#17 §4): about 5.5K estimator
+# tokens (a CJK character is about one token) of the per-chapter part's 8K, the rest of which the
+# contract, outline, cast, facts, foreshadowing and the previous chapter's ending use.
+WRITER_MEMORY_CHARS = 5500
+MEMORY_MAX_CHARS = 3500  # of which the levels take at most this
+DETAIL_CHAPTERS_MAX = 30  # how far back a young book's room is filled with chapter summaries
 _BREAK = re.compile(r"[。！？；!?;\n]")
 
 
@@ -69,19 +73,46 @@ class LevelSlot:
                 "chars": len(self.text), "allowed": self.allowed, "stored_chars": self.stored_chars}
 
 
-def levels_for_writer(levels: list[tuple[str, int, int, str]]) -> list[LevelSlot]:
-    """``(level, start, end, text)`` rows, oldest first, each held to its size; within
-    ``MEMORY_MAX_CHARS`` together (see the module's docstring)."""
+def levels_for_writer(levels: list[tuple[str, int, int, str]], room: int = MEMORY_MAX_CHARS) -> list[LevelSlot]:
+    """``(level, start, end, text)`` rows, oldest first, each held to its size; within ``room``
+    (at most ``MEMORY_MAX_CHARS``) together (see the module's docstring)."""
     allowed = [level_chars(end - start + 1) for _level, start, end, _text in levels]
     wanted = [min(a, len(text.strip())) for a, (_l, _s, _e, text) in zip(allowed, levels)]
     fixed = sum(w for w, (level, *_rest) in zip(wanted, levels) if level == "archive")
     shared = sum(w for w, (level, *_rest) in zip(wanted, levels) if level != "archive")
-    room = max(0, MEMORY_MAX_CHARS - fixed)
+    room = max(0, min(room, MEMORY_MAX_CHARS) - fixed)
     if shared > room:
         scale = room / shared
         wanted = [w if level == "archive" else int(w * scale) for w, (level, *_rest) in zip(wanted, levels)]
     return [LevelSlot(level, start, end, clip_at_sentence(text, w), w, len(text))
             for w, (level, start, end, text) in zip(wanted, levels)]
+
+
+def memory_for_writer(levels: list[tuple[str, int, int, str]], recent: list[tuple[int, str]],
+                      earlier: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], list[LevelSlot]]:
+    """The writer's memory within ``WRITER_MEMORY_CHARS``: ``recent`` (the summaries since the last
+    archive) whole, the ``levels`` (oldest first) in what room is left, and, while the room is not
+    full, the summaries of the archived chapters before them (``earlier``, newest first): a young
+    book gets its chapters' own summaries where an old one gets their consolidations, so the two
+    prompts are about the same size. An archive whose chapters all came back as summaries is
+    dropped; volume summaries and the synopsis are never replaced. Returns the chapter summaries
+    (oldest first) and the level slots."""
+    shown = sum(len(text) for _number, text in recent)
+    slots = levels_for_writer(levels, room=WRITER_MEMORY_CHARS - shown)
+    used = shown + sum(len(slot.text) for slot in slots)
+    detail: list[tuple[int, str]] = []
+    for number, text in earlier:
+        covering = next((slot for slot in slots if slot.chapter_start <= number <= slot.chapter_end), None)
+        if covering is not None and covering.level != "archive":
+            break
+        saving = len(covering.text) if covering is not None and covering.chapter_start == number else 0
+        if used + len(text) - saving > WRITER_MEMORY_CHARS:
+            break
+        detail.append((number, text))
+        used += len(text) - saving
+        if saving:
+            slots = [slot for slot in slots if slot is not covering]
+    return sorted(detail + list(recent)), slots
 
 
 @dataclass(frozen=True)

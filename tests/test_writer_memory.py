@@ -264,8 +264,11 @@ def test_the_consolidator_is_told_the_size_and_the_receipt_lists_every_level(sam
     ctx = chapter_context(sample_project, 3)
 
     receipt = draft.memory_receipt(ctx.memory_levels)["memory_levels"]
-    assert [(m["level"], m["chapters"]) for m in receipt] == [("synopsis", [1, 1]), ("archive", [2, 2])]
-    assert receipt[0]["chars"] == 397 and receipt[1]["chars"] == 3  # whole sentences within 400
+    # a young book's room holds chapter 2's own summary instead of its archive (#17 §4), never
+    # instead of the synopsis
+    assert [(m["level"], m["chapters"]) for m in receipt] == [("synopsis", [1, 1])]
+    assert ctx.recent_summaries == [(2, "第2章。")]
+    assert receipt[0]["chars"] == 397  # whole sentences within 400
     assert receipt[0]["stored_chars"] == 900 and receipt[0]["allowed"] == 400
     assert "[全书梗概 第1–1章] 很久以前的一件事。" in draft.memory_text(ctx.memory_levels)
 

@@ -22,9 +22,11 @@ def memory_text(levels: list[dict]) -> str:
                      for m in levels)
 
 
-def memory_receipt(levels: list[dict]) -> dict:
-    """Every memory level the writer was given, with the chapters it covers and its size."""
-    return {"memory_levels": [{key: value for key, value in m.items() if key != "text"} for m in levels]}
+def memory_receipt(levels: list[dict], summaries: list | tuple = ()) -> dict:
+    """Every memory level the writer was given, with the chapters it covers and its size, and the
+    chapters whose own summaries it was given."""
+    return {"memory_levels": [{key: value for key, value in m.items() if key != "text"} for m in levels],
+            "chapter_summaries": [number for number, _text in summaries]}
 
 
 def _contract_text(contract: dict) -> str:
@@ -93,7 +95,7 @@ def prompt_parts(ctx: ChapterContext, required_fixes: list[str]) -> dict:
               "continues": bool(ctx.previous_ending)}
     return {"slice_": slice_, "blocks": blocks(ctx, required_fixes), "template": "draft.j2",
             "template_context": {**slice_, "characters": slice_["characters"]},
-            "receipt_extra": memory_receipt(ctx.memory_levels)}
+            "receipt_extra": memory_receipt(ctx.memory_levels, ctx.recent_summaries)}
 
 
 def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) -> StageOutcome:

@@ -22,7 +22,7 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
                      "active_foreshadowing": ctx.state.get("active_foreshadowing", [])}
     slice_ = {"chapter": ctx.chapter, "title": title, "storyline_id": ctx.storyline_id,
               "characters": cast_slice(ctx), "place": ctx.place, "foreshadowing_updates": ctx.foreshadowing_updates,
-              "memory": ctx.storyline_memory,
+              "memory": ctx.storyline_memory, "objectives": [str(o.get("description", "")) for o in ctx.objectives],
               "open_facts": [{k: f[k] for k in ("id", "kind", "text", "characters")} for f in ctx.open_facts]}
     blocks = [
         *system_blocks(ctx, ROLE),

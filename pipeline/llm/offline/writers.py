@@ -86,9 +86,8 @@ def summarize(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     updates = slice_.get("foreshadowing_updates") or {}
     marks = {"planted": "埋设", "advanced": "推进", "resolved": "回收"}
     foreshadow_lines = [f"- [{marks[status]}] {fid}" for fid, status in updates.items()] or ["- 无"]
-    summary = "\n".join([f"## 第 {number} 章摘要", "### 关键事件", f"- {names[0]}抵达{place}，局势起了变化。",
-                         f"- {slice_.get('title') or '本章'}的冲突告一段落。", "### 伏笔变更", *foreshadow_lines,
-                         "### 故事线标记", f"- storyline_id: {line}"])
+    summary = "\n".join([f"## 第 {number} 章摘要", "### 关键事件", *_key_events(slice_, names, place, rng),
+                         "### 伏笔变更", *foreshadow_lines, "### 故事线标记", f"- storyline_id: {line}"])
     triples: list[list[Any]] = []
     for character in characters[:3]:
         triples.append(["SET", f"characters.{character['slug']}.location", place])
@@ -103,6 +102,24 @@ def summarize(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
             "crossref": _dumps({"storyline_id": line, "cross_references": [], "leak_risk": "none",
                                 "leak_detail": ""}),
             "facts": _dumps(_facts(slice_, place))}
+
+
+EVENT_TURNS = ["却发现事情比预想的复杂", "付出了不小的代价", "与同伴起了分歧", "得到一条意外的线索",
+               "暂时稳住了局面", "被迫改变了计划"]
+
+
+def _key_events(slice_: dict[str, Any], names: list[str], place: str, rng: random.Random) -> list[str]:
+    """The chapter's key events as a summarizer writes them, about as long as a real summary (facts
+    §10.10: up to 300 characters): where the lead went, what each objective of the contract came
+    to, who else was there and how the chapter left things."""
+    lead = names[0]
+    events = [f"- {lead}抵达{place}，局势起了变化。"]
+    for objective in [o for o in slice_.get("objectives") or [] if o][:3]:
+        events.append(f"- {lead}为「{objective[:40]}」奔走，{rng.choice(EVENT_TURNS)}。")
+    for other in names[1:3]:
+        events.append(f"- {other}在{place}与{lead}碰面，{rng.choice(MOODS)}之下{rng.choice(EVENT_TURNS)}。")
+    events.append(f"- {slice_.get('title') or '本章'}的冲突告一段落，{lead}{rng.choice(MOODS)}地望向下一步。")
+    return events
 
 
 FACT_KINDS = ("promise", "debt", "injury", "secret", "departure", "identity", "death")
