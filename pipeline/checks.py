@@ -7,7 +7,6 @@ Violation and warning texts are Chinese: they are shown to the writer as fixes.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
