@@ -12,7 +12,16 @@ from rest_framework.views import APIView
 
 from pipeline.errors import PipelineNotReady
 from pipeline.gates import gate_answer_submit
-from pipeline.models import ACTIVE_RUN_STATUSES, GateQuestion, GateStatus, LLMCall, PipelineRun, RunKind, StageRun
+from pipeline.models import (
+    ACTIVE_RUN_STATUSES,
+    SIDE_RUN_KINDS,
+    GateQuestion,
+    GateStatus,
+    LLMCall,
+    PipelineRun,
+    RunKind,
+    StageRun,
+)
 from pipeline.orchestrator import advance, next_step
 from pipeline.rewrite import MAX_NOTES, chapter_rewrite_start
 from pipeline.runs import chapter_run_start, run_cancel, run_retry
@@ -213,7 +222,7 @@ class ProjectPauseApi(APIView):
     def post(self, request, slug: str) -> Response:
         project = project_get_for_member(user=request.user, slug=slug, action=Action.EDIT)
         active = (PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES)
-                  .exclude(kind=RunKind.PROMOTION).first())
+                  .exclude(kind__in=SIDE_RUN_KINDS).first())
         if active is None:
             raise PipelineNotReady("Nothing is running.")
         run_cancel(run_id=active.pk, user=request.user)

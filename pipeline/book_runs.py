@@ -15,7 +15,7 @@ from typing import Any
 
 from pipeline.blackboard import Blackboard
 from pipeline.errors import PipelineBusy
-from pipeline.models import ACTIVE_RUN_STATUSES, PipelineRun, RunKind, RunStatus
+from pipeline.models import ACTIVE_RUN_STATUSES, SIDE_RUN_KINDS, PipelineRun, RunStatus
 from pipeline.queueing import enqueue_stage
 from pipeline.stage_claims import Claim, StageOutcome, _holding, apply_outcome
 from projects.models import Project
@@ -29,7 +29,7 @@ class Step:
 
 def active_run(project: Project) -> PipelineRun | None:
     return (PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES)
-            .exclude(kind=RunKind.PROMOTION).first())
+            .exclude(kind__in=SIDE_RUN_KINDS).first())
 
 
 def book_run_create(project: Project, *, kind: str, steps: list[str], meta: dict[str, Any], user=None,

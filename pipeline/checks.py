@@ -7,42 +7,14 @@ Violation and warning texts are Chinese: they are shown to the writer as fixes.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from projects.text_stats import count_chars
+from projects.text_stats import CLOSE_QUOTES, OPEN_QUOTES, count_chars, quoted_spans  # noqa: F401 (re-exported)
 
-OPEN_QUOTES = {"“": "”", "「": "」", "『": "』"}
-CLOSE_QUOTES = set(OPEN_QUOTES.values())
-_QUOTE_EVENTS = re.compile("[\n" + "".join(OPEN_QUOTES) + "".join(CLOSE_QUOTES) + "]")
 NARRATION_ONLY = "narration_only"
 _MASK = "\0"
-
-
-def quoted_spans(text: str) -> list[tuple[int, int]]:
-    """The ``[start, end)`` ranges of ``text`` inside Chinese quotes “…”, 「…」 or 『…』 (the marks
-    themselves are not). Quotes nest; an unclosed quote ends at the line break, so one stray mark
-    cannot swallow a chapter. Only the marks and line breaks are visited, not every character."""
-    spans, stack, start = [], [], 0
-    for match in _QUOTE_EVENTS.finditer(text):
-        i, ch = match.start(), match.group()
-        if stack and start < i:
-            spans.append((start, i))
-        if ch == "\n":
-            stack.clear()
-        elif ch in OPEN_QUOTES:
-            stack.append(OPEN_QUOTES[ch])
-        elif stack:  # a closing mark
-            while stack and stack.pop() != ch:  # closes the matching open mark (and any unclosed inner one)
-                pass
-        else:  # a closing mark outside any quote: plain text
-            continue
-        start = i + 1
-    if stack and start < len(text):
-        spans.append((start, len(text)))
-    return spans
 
 
 def quoted_mask(text: str) -> list[bool]:

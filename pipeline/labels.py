@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from projects.labels import label, label_pattern_register, labels_register
 
 CHAPTER_STEP = re.compile(r"^chapter:(\d{1,4}):([a-z-]+)$")
-BOOK_STEP = re.compile(r"^(quickstart|volume|review|promote):([a-z0-9_-]+)$")
+BOOK_STEP = re.compile(r"^(quickstart|volume|review|promote|voice):([a-z0-9_-]+)$")
 CHAPTER_TOPIC = re.compile(r"^chapter\.(\d{1,4})\.([a-z_]+)$")
 VOLUME_TOPIC = re.compile(r"^volume\.(\d{1,3})\.([a-z_]+)$")
 NUMBERED = re.compile(r"^(chapter|vol)-(\d{1,4})$")
@@ -47,6 +47,7 @@ BOOK_STEPS = {
         "titles": _("hooks"), "body": _("body"), "cta": _("call to action"), "hashtags": _("hashtags"),
         "platforms": _("platform versions"),
     }),
+    "voice": (_("Voice sample"), {"style": _("style analysis")}),
 }
 OTHER_STAGES = {  # LLM stages of book runs (StageRun.stage) that are not step ids
     "outline": _("outline"), "plan": _("plan"), "consolidate": _("memory consolidation"),
@@ -142,6 +143,7 @@ def register_pipeline_labels() -> None:
     labels_register("run_kind", {
         "chapter": _("chapter"), "quickstart": _("quick start"), "plan": _("volume plan"),
         "review": _("volume review"), "rewrite": _("rewrite"), "promotion": _("promotion post"),
+        "style": _("style analysis"),
     })
     labels_register("run_status", {
         "queued": _("queued"), "running": _("running"), "waiting": _("waiting"), "error": _("error"),

@@ -22,6 +22,7 @@ class RunKind(models.TextChoices):
     REVIEW = "review"
     REWRITE = "rewrite"
     PROMOTION = "promotion"
+    STYLE = "style"  # the style analyst reading a voice sample (issue #17 §3)
 
 
 class RunStatus(models.TextChoices):
@@ -34,6 +35,8 @@ class RunStatus(models.TextChoices):
 
 
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING, RunStatus.ERROR)
+# Runs beside the book: they never move its checkpoint, and a failure does not stop it.
+SIDE_RUN_KINDS = (RunKind.PROMOTION, RunKind.STYLE)
 
 
 class PipelineRun(models.Model):
@@ -65,10 +68,10 @@ class PipelineRun(models.Model):
     class Meta:
         ordering = ["-created_at", "-pk"]
         constraints = [
-            # One project advances one thing at a time; promotion posts may run beside it.
+            # One project advances one thing at a time; promotion posts and style analyses may run beside it.
             models.UniqueConstraint(
                 fields=["project"],
-                condition=models.Q(status__in=ACTIVE_RUN_STATUSES) & ~models.Q(kind=RunKind.PROMOTION),
+                condition=models.Q(status__in=ACTIVE_RUN_STATUSES) & ~models.Q(kind__in=SIDE_RUN_KINDS),
                 name="pipelinerun_one_active_per_project",
             ),
         ]

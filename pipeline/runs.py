@@ -21,6 +21,7 @@ from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.lock_objects import run_lock
 from pipeline.models import (
     ACTIVE_RUN_STATUSES,
+    SIDE_RUN_KINDS,
     GateQuestion,
     GateStatus,
     PipelineRun,
@@ -52,7 +53,7 @@ def _chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0
                         batch_id: int | None = None, check_busy: bool = True) -> PipelineRun:
     if check_busy:
         active = PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES).exclude(
-            kind=RunKind.PROMOTION).first()
+            kind__in=SIDE_RUN_KINDS).first()
         if active is not None:
             raise PipelineBusy(f"{project.slug} is busy: {active}", extra={"run_id": active.pk})
     if project.orchestrator_state not in WRITABLE_STATES:
@@ -111,7 +112,7 @@ def run_mark_error(*, run_id: int, error: str, stage: str | None = None) -> None
     StageRun.objects.filter(run=run, status="running").update(
         status="failed", finished_at=timezone.now(),
         error=Case(When(error="", then=Value(run.error)), default=F("error"), output_field=TextField()))
-    if run.kind == RunKind.PROMOTION:  # a post runs beside the book: its failure does not stop the book
+    if run.kind in SIDE_RUN_KINDS:  # a post or a style analysis runs beside the book: its failure does not stop it
         return
     checkpoint_update(project_id, orchestrator_state=OrchestratorState.ERROR_RETRY, run=run,
                       reason=f"{run.stage}: retries spent: {error[:200]}")
@@ -141,7 +142,7 @@ def run_retry(*, run_id: int, user=None) -> PipelineRun:
         raise PipelineNotReady(f"run {run.pk} is {run.status}, not in error")
     run.status, run.attempt, run.error = RunStatus.QUEUED, 0, ""
     run.save()
-    if run.kind != RunKind.PROMOTION:
+    if run.kind not in SIDE_RUN_KINDS:
         checkpoint_update(project_id, orchestrator_state=_resume_state(run), run=run, actor=user,
                           reason=f"retry of {run.stage}")
     enqueue_stage(run.pk, run.stage)
@@ -163,8 +164,8 @@ def run_cancel(*, run_id: int, user=None) -> None:
     run.save()
     # its NOVEL_ASK questions go with it: nobody can answer them any more (the run no longer waits)
     GateQuestion.objects.filter(run=run, status=GateStatus.OPEN).update(status=GateStatus.CANCELLED)
-    if run.kind == RunKind.PROMOTION:
-        pass  # a post runs beside the book: the book's state is not its to change
+    if run.kind in SIDE_RUN_KINDS:
+        pass  # a post or a style analysis runs beside the book: the book's state is not its to change
     elif run.kind in (RunKind.CHAPTER, RunKind.REWRITE):
         checkpoint_update(project_id, inflight_chapter=None, pipeline_stage=PipelineStage.COMMITTED, revision_count=0,
                           orchestrator_state=OrchestratorState.WRITING, run=run, actor=user, reason="run cancelled")

@@ -15,6 +15,7 @@ from django.utils import timezone
 from pipeline.progress import progress_cache_key
 from pipeline.models import (
     ACTIVE_RUN_STATUSES,
+    SIDE_RUN_KINDS,
     GateQuestion,
     GateStatus,
     PipelineRun,
@@ -196,7 +197,7 @@ def gates_open(*, project: Project) -> list[GateQuestion]:
 def run_active(*, project: Project) -> PipelineRun | None:
     """The run moving the book now (promotion runs aside), without its blackboard."""
     return (PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES)
-            .exclude(kind=RunKind.PROMOTION).defer("blackboard", "context").first())
+            .exclude(kind__in=SIDE_RUN_KINDS).defer("blackboard", "context").first())
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,7 @@ def project_error(*, project: Project) -> ProjectError | None:
     """None unless the project is in ERROR_RETRY; at most two queries."""
     if project.orchestrator_state != OrchestratorState.ERROR_RETRY:
         return None
-    run = (PipelineRun.objects.filter(project=project, status=RunStatus.ERROR).exclude(kind=RunKind.PROMOTION)
+    run = (PipelineRun.objects.filter(project=project, status=RunStatus.ERROR).exclude(kind__in=SIDE_RUN_KINDS)
            .only("pk", "kind", "chapter", "stage", "error", "blackboard", "updated_at").order_by("-pk").first())
     if run is not None:
         cause = (run.blackboard.get("control") or {}).get("error_retry") or {}

@@ -25,6 +25,7 @@ from pipeline.stages.plan import PLAN_STEPS
 from pipeline.stages.quickstart import QUICKSTART_STEPS
 from pipeline.stages.review import REVIEW_STEPS
 from pipeline.stages.revision import REVISION_STEPS
+from pipeline.stages.voice import STYLE_STEPS
 from pipeline.models import RunKind
 from projects.models import Project
 
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 
 CHAPTER_STAGES = {"draft": draft, "summarize": summarize, "refine": refine, "judge": judge, "maintain": maintain}
 # the steps of runs that are not chapters
-BOOK_STEPS = {**QUICKSTART_STEPS, **PLAN_STEPS, **REVIEW_STEPS, **PROMOTION_STEPS}
+BOOK_STEPS = {**QUICKSTART_STEPS, **PLAN_STEPS, **REVIEW_STEPS, **PROMOTION_STEPS, **STYLE_STEPS}
 
 
 def stage_run(*, run_id: int, stage: str) -> None:

@@ -1,17 +1,16 @@
 """Style-drift detection over the last chapters (facts §13 "Style-drift rule", §10.16 style-drift.json).
 
 Run every 5 committed chapters (DESIGN §4 step 6) on the last 5 chapters. Pure Python, no ORM.
-Only ``avg_sentence_length`` and ``dialogue_ratio`` are measured, against the style profile (§10.12).
+Only ``avg_sentence_length`` and ``dialogue_ratio`` are measured, against the voice sample's statistics
+when the project has one (issue #17 §3, ``drift_baseline``), else the style profile (§10.12).
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.checks import quoted_spans
-from projects.text_stats import count_chars
+from projects.voice_stats import dialogue_ratio, sentence_lengths
 
 INJECTED_TO = ["ChapterWriter", "StyleRefiner"]
 MAX_DRIFTS = 3  # "Write at most 3 directives" (facts §13)
@@ -19,28 +18,29 @@ RECOVERED_BELOW = 0.10  # every measured dimension under this -> metrics_recover
 STALE_AFTER = 15  # as_of − detected_chapter > 15 -> stale_timeout
 DRIFT_ABOVE = {"avg_sentence_length": 0.20, "dialogue_ratio": 0.15}  # deviation thresholds per metric
 
-# A sentence ends at a run of 。！？… (ASCII !? too), with any closing quotes after it, or at a line break.
-_SENTENCE_END = re.compile(r"[。！？!?…]+[”’」』\"']*|\n+")
-_DROP_QUOTE_MARKS = str.maketrans("", "", "“”「」『』")
-
-
-def _body(text: str) -> str:
-    """The text without Markdown heading lines (the chapter's ``# 第N章 …`` title is not prose)."""
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
-
 
 def chapter_metrics(text: str) -> dict[str, float]:
     """``avg_sentence_length``: mean non-whitespace length of the sentences (terminators and the closing
     quote marks not counted; empty pieces dropped), 2 dp. ``dialogue_ratio``: non-whitespace
-    characters inside “…”/「…」/『…』 over all non-whitespace characters, 4 dp. Empty text -> zeros."""
-    body = _body(text)
-    lengths = [n for piece in _SENTENCE_END.split(body) if (n := count_chars(piece.translate(_DROP_QUOTE_MARKS)))]
-    total = count_chars(body)
-    quoted = sum(count_chars(body[start:end]) for start, end in quoted_spans(body))
+    characters inside “…”/「…」/『…』 over all non-whitespace characters, 4 dp. Empty text -> zeros.
+    Measured as a voice sample is (``projects.voice_stats``), so the two compare."""
+    lengths = sentence_lengths(text)
     return {
         "avg_sentence_length": round(sum(lengths) / len(lengths), 2) if lengths else 0.0,
-        "dialogue_ratio": round(quoted / total, 4) if total else 0.0,
+        "dialogue_ratio": dialogue_ratio(text),
     }
+
+
+def drift_baseline(profile: Mapping[str, Any] | None, targets: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What drift is measured against: a voice sample's ``avg_sentence_length`` and ``dialogue_ratio``
+    (``statistical_targets`` with ``source == "sample"``) when the project has one, else the style
+    profile's own numbers (facts §13)."""
+    base = dict(profile or {})
+    if targets and targets.get("source") == "sample":
+        for metric in DRIFT_ABOVE:
+            if _number(targets.get(metric)) is not None:
+                base[metric] = targets[metric]
+    return base
 
 
 def _number(value: Any) -> float | None:

@@ -1,7 +1,7 @@
 """Pipeline web pages under /p/<slug>/ (the story pages are in projects/urls.py)."""
 from django.urls import path
 
-from pipeline.views import dashboard, gates, promotions, runs, trial
+from pipeline.views import dashboard, gates, promotions, runs, trial, voice
 
 urlpatterns = [
     path("p/<slug:slug>/", dashboard.dashboard, name="dashboard"),
@@ -17,6 +17,7 @@ urlpatterns = [
     path("p/<slug:slug>/plan/decide/", gates.plan_decide, name="plan-decide"),
     path("p/<slug:slug>/plan/edit/", gates.plan_edit, name="plan-edit"),
     path("p/<slug:slug>/chapters/<int:number>/rewrite/", dashboard.chapter_rewrite_view, name="chapter-rewrite"),
+    path("p/<slug:slug>/settings/voice/", voice.voice_view, name="settings-voice"),
     path("p/<slug:slug>/runs/", runs.run_list, name="runs"),
     path("p/<slug:slug>/runs/<int:run_id>/", runs.run_view, name="run"),
     path("p/<slug:slug>/promotions/", promotions.promotion_list, name="promotions"),

@@ -18,7 +18,7 @@ from tests.sample_pages import sample_pages
 pytestmark = pytest.mark.django_db(transaction=True)
 
 STATES = r"\b(INIT|QUICK_START|VOL_PLANNING|WRITING|CHAPTER_REWRITE|VOL_REVIEW|ERROR_RETRY)\b"
-STEP_ID = r"\b(quickstart|volume|chapter|review|promote):[a-z0-9]"
+STEP_ID = r"\b(quickstart|volume|chapter|review|promote|voice):[a-z0-9]"
 TOPIC = r"\b(chapter|volume)\.\d+\.[a-z_]+|\binit\.platform_binding\b"
 DECISION_DICT = r"\{\s*'decision'|\{\s*\"decision\""
 SNAKE_CODES = r"\b(" + "|".join(d for d in (*SCORE_DIMENSIONS, "hook_strength", "pause_for_user", "force_passed",
@@ -49,9 +49,9 @@ def pages(sample) -> list[tuple[str, str, bool]]:
     demo, planned, failed = sample.demo.slug, sample.planned.slug, sample.failed.slug
     urls = [("projects", reverse("projects-home"), True)]
     for slug in (demo, planned, failed):
-        urls += [(f"{slug} {name}", reverse(name, args=[slug]), name != "settings")
+        urls += [(f"{slug} {name}", reverse(name, args=[slug]), not name.startswith("settings"))
                  for name in ("dashboard", "chapter-list", "world", "state", "gates", "plan", "runs", "promotions",
-                              "members", "settings", "trial")]
+                              "members", "settings", "settings-voice", "trial")]
         urls += [(f"{slug} run {run.pk}", reverse("run", args=[slug, run.pk]), True)
                  for run in PipelineRun.objects.filter(project__slug=slug)]
     urls += [("chapter 1", reverse("chapter-read", args=[demo, 1]), True),

@@ -69,6 +69,12 @@ SLICES.update({f"promote:{step}": PROMO for step in ("titles", "body", "cta", "h
 TAGS.update({"promote:titles": ["titles"], "promote:body": ["body", "scores"], "promote:cta": ["cta"],
              "promote:hashtags": ["hashtags"], "promote:platforms": ["platform_versions", "scores"]})
 TAGS.update({"quickstart:trial": TAGS["draft"], "quickstart:results": TAGS["judge"], "quickstart:f0": TAGS["plan"]})
+VOICE_SAMPLE = ("院子里的老槐树被雪压弯了枝，偶尔落下一团雪，砸在石阶上，发出闷闷的一声。远处的山门隐在夜色里，只剩一盏孤灯。\n"
+                "苏婉走下台阶，把一件旧斗篷披在他肩上。斗篷是师父留下的，边角磨得发白，领口还缝着一道歪歪扭扭的补丁。\n"
+                "林枫点了点头。他知道这句话有多重，也知道自己多半做不到。可他还是点了头，像小时候答应师父每天早起练刀一样，认真，笨拙，不留余地。")
+SLICES["voice:style"] = {"sample": VOICE_SAMPLE, "source_type": "reference",
+                         "statistics": {"avg_sentence_length": 16.0, "dialogue_ratio": 0.0, "avg_paragraph_length": 52.0}}
+TAGS["voice:style"] = TAGS["quickstart:style"]
 
 
 def request(stage: str, seed: str = "demo:7:1", **kw) -> LLMRequest:
@@ -164,6 +170,10 @@ def test_quick_start_outputs_validate():
         assert json_issues("CHARACTER_FILE", character) == []
     _, style, _ = output("quickstart:style")
     assert json_issues("STYLE_PROFILE", json.loads(style["style_profile"])) == []
+    _, voice, _ = output("voice:style")
+    profile = json.loads(voice["style_profile"])
+    assert json_issues("STYLE_PROFILE", profile) == [] and profile["source_type"] == "reference"
+    assert len(profile["style_exemplars"]) == 3 and all(e in VOICE_SAMPLE for e in profile["style_exemplars"])
 
 
 def test_consolidation_and_review():

@@ -70,13 +70,16 @@ def _consolidate(claim: Claim, ctx: ChapterContext, plan: memory.Consolidation):
 
 
 def _style_drift(ctx: ChapterContext) -> None:
-    from pipeline.style_drift import detect
+    from pipeline.style_drift import detect, drift_baseline
+    from projects.style_targets import statistical_targets
 
     if ctx.chapter % DRIFT_EVERY:
         return
     recent = list(ctx.project.chapters.filter(number__gt=ctx.chapter - DRIFT_EVERY, number__lte=ctx.chapter)
                   .order_by("number").values_list("number", "text"))
-    updated = detect(chapters=recent, profile=ctx.style_profile, current=ctx.project.style_drift, as_of=ctx.chapter)
+    # a voice sample's numbers, when there is one, are what the chapters should read like (#17 §3)
+    baseline = drift_baseline(ctx.style_profile, statistical_targets(ctx.project))
+    updated = detect(chapters=recent, profile=baseline, current=ctx.project.style_drift, as_of=ctx.chapter)
     if updated != ctx.project.style_drift:
         project_style_drift_set(project=ctx.project, style_drift=updated)
 

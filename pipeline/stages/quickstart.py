@@ -26,8 +26,9 @@ from pipeline.stages.base import PromptBlock, data_block, json_output, json_text
 from pipeline.stages.draft import MIN_CHARS, platform_draft_slice, split_chapter
 from pipeline.stages.judge import platform_slice
 from pipeline.stages.plan import characters_from_call, plan_data, plan_files, plan_from_call, staged_plan
+from pipeline.stages.voice import sample_slice, style_call, style_profile_of
 from projects.lock_objects import project_lock
-from projects.models import OrchestratorState, Project
+from projects.models import OrchestratorState, Project, VoiceSample
 from projects.platforms.genres import genre_from_brief
 from projects.platforms.profiles import platform_from_brief
 from projects.services.platforms import project_platform_bind
@@ -173,9 +174,11 @@ def _characters(claim, project, board, on_text=None) -> StageOutcome:
 
 
 def _style(claim, project, board, on_text=None) -> StageOutcome:
-    slice_ = {"brief": project.brief, "genre": project.genre, "sample": ""}
-    call = _call(claim, project, "style", slice_, [], "style.j2", ["style_profile"], on_text)
-    profile = json_output(call, "style_profile", schema="STYLE_PROFILE", stage="quickstart:style")
+    # a voice sample given before the quick start (the voice page) is what the style is read from (#17 §3)
+    sample = VoiceSample.objects.filter(project=project).first()
+    slice_ = {"brief": project.brief, "genre": project.genre, **sample_slice(sample)}
+    call = style_call(claim, project, stage="quickstart:style", label="quickstart", slice_=slice_, on_text=on_text)
+    profile = style_profile_of(call, slice_=slice_, stage="quickstart:style")
     if profile.get("source_type") not in ("original", "reference", "template", "write_then_extract"):
         raise LLMBadOutput("quickstart:style: source_type must be original, reference, template or write_then_extract")
     stage_content(board, "style", profile, {"quickstart/style-profile.json": profile})

@@ -29,6 +29,7 @@ from projects.models.project import (
 )
 from projects.models.state import ChangeSource, StateChange, StoryState, VolumeStateSnapshot
 from projects.models.storylines import Storyline, StorylineScope, StorylineStatus
+from projects.models.voice import VoiceSample, VoiceSource
 from projects.models.volumes import ChapterContract, Volume, VolumeStatus
 from projects.models.world import ConstraintType, ResearchNote, WorldDoc, WorldRule
 
@@ -42,4 +43,4 @@ __all__ = [
     "StateChange", "STATUS_RANK", "StoryFact", "StoryState", "Storyline", "StorylineScope", "StorylineStatus", "Volume",
     "VolumePipelineStage", "VolumeStateSnapshot", "VolumeStatus", "WorldDoc", "WorldRule",
 ]
-__all__ += ["AppearanceSource", "CharacterAppearance"]
+__all__ += ["AppearanceSource", "CharacterAppearance", "VoiceSample", "VoiceSource"]

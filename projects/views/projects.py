@@ -22,7 +22,7 @@ from projects.filetree.importer import tree_import
 from projects.filetree.source import read_zip
 from projects.filetree.errors import TreeError
 from projects.json_input import json_loads_checked
-from projects.models import Membership, Role
+from projects.models import Membership, Role, VoiceSample
 from projects.models.project import BRIEF_MAX_CHARS
 from projects.permissions import Action
 from projects.query_params import plain_int
@@ -264,7 +264,8 @@ def settings_page_context(project) -> dict:
     """The settings page's two forms as they stand (the platform form posts to its own view)."""
     return {"form": ProjectSettingsForm(initial=_settings_initial(project), stage_models=project.stage_models),
             "platform_form": PlatformSettingsForm(initial=platform_form_initial(project), project=project),
-            "llm_problems": project_problems(project.stage_models)}
+            "llm_problems": project_problems(project.stage_models),
+            "has_voice_sample": VoiceSample.objects.filter(project=project).exists()}
 
 
 @login_required

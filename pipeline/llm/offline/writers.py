@@ -20,7 +20,8 @@ Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices ea
   ``new_characters`` and ``contracts`` that pass the facts §6 validation.
 - ``consolidate``: summaries [text], max_chars, open_facts [line]; answers ``summary`` (keeping the open facts).
 - ``quickstart:world`` (brief, genre, platform) / ``quickstart:characters`` and ``weave`` (brief,
-  rules, and for weaving ``wanted`` [{name, role, brief, first_chapter}]) / ``quickstart:style``;
+  rules, and for weaving ``wanted`` [{name, role, brief, first_chapter}]) / ``quickstart:style`` and
+  ``voice:style`` (brief, genre, sample, statistics, source_type: exemplars cut from the sample);
   ``review`` (volume, chapter_range).
 
 The world, the opening cast, and the places of plans and drafts whose slice carries the ``brief``
@@ -42,6 +43,7 @@ from pipeline.llm.offline.brief_words import FALLBACK_PLACES, FALLBACK_ROLES, br
 from pipeline.llm.offline.lint_fixes import hard_fix_edits
 from pipeline.llm.offline.prose import paragraphs
 from projects.schemas import DEFAULT_SCORE_WEIGHTS, SCORE_DIMENSIONS
+from projects.voice_stats import passages
 
 Writer = Callable[[dict[str, Any], random.Random], dict[str, str]]
 PLACES = ["北境雪原", "幽暗森林", "魔都", "星火旧址", "断崖渡口"]
@@ -330,10 +332,48 @@ def characters(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
     return {"characters": _dumps(cast)}
 
 
+def _voice_directives(stats: dict[str, Any]) -> list[dict[str, str]]:
+    """DO/DON'T directives from a sample's measured numbers (the offline stand-in for the analyst's ear)."""
+    sentence = float(stats.get("avg_sentence_length") or 0)
+    dialogue = float(stats.get("dialogue_ratio") or 0)
+    paragraph = float(stats.get("avg_paragraph_length") or 0)
+    marks = stats.get("punctuation_per_kchars") or {}
+    out = [{"directive": f"句子保持样文的长度，平均每句约 {round(sentence)} 字",
+            "do": "短句推进动作，长句留给景物和心理" if sentence < 20 else "用舒展的长句铺陈，关键处收成短句",
+            "dont": "通篇一样长的句子" if sentence < 20 else "把每句都切成碎短句"}]
+    if dialogue >= 0.3:
+        out.append({"directive": f"对话占比约 {round(dialogue * 100)}%，用对话推动情节",
+                    "do": "让人物开口说话，话里带着各自的脾气", "dont": "用大段叙述转述本该说出口的话"})
+    else:
+        out.append({"directive": f"叙述为主，对话占比约 {round(dialogue * 100)}%",
+                    "do": "靠叙述和细节推进，对话只在要紧处出现", "dont": "为了热闹硬塞对话"})
+    out.append({"directive": f"段落平均约 {round(paragraph)} 字",
+                "do": "一段只说一件事，长短交错", "dont": "大段不分行的说明文字"})
+    if float(marks.get("exclamation") or 0) < 2:
+        out.append({"directive": "情绪靠动作和细节，不靠标点", "do": "用人物的反应写出情绪",
+                    "dont": "连用感叹号和省略号"})
+    return out
+
+
 def style(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
-    profile = {"source_type": "template", "avg_sentence_length": 18, "dialogue_ratio": 0.35,
-               "rhetoric_preferences": ["短句切换"], "forbidden_words": ["不禁", "莫名的"],
-               "writing_directives": [{"directive": "少用形容词堆叠", "do": "写动作", "dont": "写空洞情绪"}]}
+    """``quickstart:style`` and ``voice:style``: slice ``sample`` (text, may be ""), ``statistics``
+    (the sample's, by code), ``source_type``. With a sample: 3–5 exemplars cut from its real
+    sentences (50–150 characters, spread evenly over the sample) and directives from its numbers.
+    The numbers claimed here are a template's on purpose: the stage replaces them with the measured ones."""
+    profile: dict[str, Any] = {
+        "source_type": "template", "avg_sentence_length": 18, "dialogue_ratio": 0.35,
+        "rhetoric_preferences": ["短句切换"], "forbidden_words": ["不禁", "莫名的"],
+        "writing_directives": [{"directive": "少用形容词堆叠", "do": "写动作", "dont": "写空洞情绪"}]}
+    sample = slice_.get("sample") or ""
+    if not sample:
+        return {"style_profile": _dumps(profile)}
+    candidates = passages(sample, least=50, most=150)
+    count = min(5, len(candidates))
+    picks = sorted({round(i * (len(candidates) - 1) / max(1, count - 1)) for i in range(count)}) if count else []
+    profile.update({"source_type": slice_.get("source_type") or "original",
+                    "style_exemplars": [candidates[i] for i in picks],
+                    "writing_directives": _voice_directives(slice_.get("statistics") or {}),
+                    "analysis_notes": f"从 {len(candidates)} 段候选中选出 {len(picks)} 段样例"})
     return {"style_profile": _dumps(profile)}
 
 
@@ -397,6 +437,6 @@ WRITERS: dict[str, Writer] = {
     "judge": judge, "quickstart:results": judge,
     "plan": plan, "quickstart:f0": plan,
     "consolidate": consolidate, "weave": characters,
-    "quickstart:world": world, "quickstart:characters": characters, "quickstart:style": style,
+    "quickstart:world": world, "quickstart:characters": characters, "quickstart:style": style, "voice:style": style,
     "review": review,
 }
