@@ -24,6 +24,7 @@ from projects.models import CanonStatus, CharacterStatus, Project
 from projects.platforms.genres import GENRES
 from projects.platforms.limits import platform_limits
 from projects.platforms.profiles import default_writing_guide
+from projects.style_targets import statistical_targets
 
 TEMPLATE = "bible.j2"
 MAX_TOKENS = 6_000  # issue #17 §4: the bible stays ≤ 6K tokens
@@ -92,20 +93,43 @@ def _platform(project: Project) -> dict[str, Any]:
     }
 
 
-def _targets(profile: dict[str, Any]) -> list[str]:
-    """The style profile's measured figures as the writer reads them (facts §10.12 fields)."""
-    targets = []
-    if isinstance(profile.get("avg_sentence_length"), (int, float)):
-        targets.append(f"平均句长约 {profile['avg_sentence_length']:g} 字")
-    spread = profile.get("sentence_length_range")
-    if isinstance(spread, list) and len(spread) == 2 and all(isinstance(v, (int, float)) for v in spread):
-        targets.append(f"句长多在 {spread[0]:g}–{spread[1]:g} 字之间")
-    if isinstance(profile.get("dialogue_ratio"), (int, float)):
-        targets.append(f"对话约占 {profile['dialogue_ratio']:.0%}")
-    paragraph = (profile.get("paragraph_style") or {}) if isinstance(profile.get("paragraph_style"), dict) else {}
-    if isinstance(paragraph.get("avg_paragraph_length"), (int, float)):
-        targets.append(f"段落平均约 {paragraph['avg_paragraph_length']:g} 字")
-    return targets
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _pair(value: Any) -> tuple[float, float] | None:
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(_number(v) is not None for v in value):
+        return float(value[0]), float(value[1])
+    return None
+
+
+def _targets(project: Project, profile: dict[str, Any]) -> list[str]:
+    """The figures the writer aims at, in words: a voice sample's (measured by code), else the style
+    profile's where it has them, else the platform's and genre's defaults (issue #17 §3)."""
+    targets = dict(statistical_targets(project))
+    if targets.get("source") != "sample":
+        paragraph = profile.get("paragraph_style") if isinstance(profile.get("paragraph_style"), dict) else {}
+        for name, value in (("avg_sentence_length", profile.get("avg_sentence_length")),
+                            ("dialogue_ratio", profile.get("dialogue_ratio")),
+                            ("avg_paragraph_length", paragraph.get("avg_paragraph_length"))):
+            if _number(value) is not None:
+                targets[name] = value
+        if _pair(profile.get("sentence_length_range")):
+            targets["sentence_length_range"] = profile["sentence_length_range"]
+    words = []
+    if (average := _number(targets.get("avg_sentence_length"))) is not None:
+        words.append(f"平均句长约 {average:g} 字")
+    if spread := _pair(targets.get("sentence_length_range")):
+        words.append(f"句长多在 {spread[0]:g}–{spread[1]:g} 字之间")
+    if deviation := _pair(targets.get("sentence_length_std_dev")):
+        words.append(f"句长的标准差保持在 {deviation[0]:g}–{deviation[1]:g}（长短交错）")
+    if (dialogue := _number(targets.get("dialogue_ratio"))) is not None:
+        words.append(f"对话约占 {dialogue:.0%}")
+    if (paragraph_length := _number(targets.get("avg_paragraph_length"))) is not None:
+        words.append(f"段落平均约 {paragraph_length:g} 字")
+    if cv := _pair(targets.get("paragraph_length_cv")):
+        words.append(f"段落长度的变异系数在 {cv[0]:g}–{cv[1]:g} 之间")
+    return words
 
 
 def _directives(profile: dict[str, Any]) -> list[dict[str, str]]:
@@ -126,7 +150,7 @@ def _voice(project: Project, names: dict[str, str]) -> dict[str, Any]:
         avoid += [e["word"] for e in entries if isinstance(e, dict) and e.get("word")]
     speech = profile.get("character_speech_patterns") or {}
     return {
-        "targets": _targets(profile),
+        "targets": _targets(project, profile),
         "narrative_voice": clip(str(profile.get("narrative_voice") or ""), 120),
         "directives": _directives(profile),
         "exemplars": [clip(str(e), EXEMPLAR_CHARS) for e in (profile.get("style_exemplars") or [])[:EXEMPLARS]

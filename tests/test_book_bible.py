@@ -191,3 +191,18 @@ def test_the_run_page_shows_members_every_calls_full_prompt(project, make_user, 
     outsider = Client()
     outsider.force_login(make_user("outsider", staff=False))
     assert outsider.get(reverse("run", args=[project.slug, run.pk])).status_code == 404
+
+
+def test_a_voice_samples_measured_figures_reach_the_bible(project):
+    from projects.services.voice import voice_sample_save
+    from projects.style_targets import statistical_targets
+    from tests.test_voice import SAMPLE
+
+    before = book_bible(project)
+    voice_sample_save(project=project, editor=None, text=SAMPLE)
+    targets = statistical_targets(project)
+    bible = book_bible(project)
+    assert targets["source"] == "sample" and bible != before
+    assert f"平均句长约 {targets['avg_sentence_length']:g} 字" in bible
+    low, high = targets["sentence_length_std_dev"]
+    assert f"句长的标准差保持在 {low:g}–{high:g}" in bible

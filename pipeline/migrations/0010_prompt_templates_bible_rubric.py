@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('pipeline', '0008_llm_cost_currency'),
+        ('pipeline', '0009_style_runs'),
     ]
 
     operations = [

@@ -7,7 +7,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('pipeline', '0009_prompt_templates_bible_rubric'),
+        ('pipeline', '0010_prompt_templates_bible_rubric'),
     ]
 
     operations = [
