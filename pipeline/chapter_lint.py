@@ -1,9 +1,9 @@
 """Craft lints (``pipeline.craft``) applied to a project: its thresholds, blacklist and title
 policy, on a committed chapter, a staged one or a chapter file. Reads only; never writes.
 
-Thresholds layer as ``LintSettings.resolve`` says: defaults, then the platform profile, then the
-project's own settings. Until the platform profiles land, ``PLATFORM_PROFILES`` is the registration
-point: ``{platform name: profile dict}``, filled by whoever owns the profiles (issue #17 §1).
+Thresholds layer as ``LintSettings.resolve`` says: defaults, then the project's active platform
+profile (its hard word range, title policy and phone paragraph limit), then the project's own
+``lint_settings``.
 """
 from __future__ import annotations
 
@@ -15,17 +15,30 @@ from pipeline.craft.catalogue import RULES_BY_ID
 from pipeline.craft.lints import LintReport, LintSettings, LintSettingsError, lint_text
 from projects.errors import InvalidData, NotFound
 from projects.models import Project
+from projects.platforms.limits import platform_limits
 
-PLATFORM_PROFILES: dict[str, Mapping[str, Any]] = {}
 MAX_FILE_BYTES = 2_000_000  # a chapter is ~10 KB; anything this big is not one
 
 
+def platform_lint_layer(project: Project) -> dict[str, Any]:
+    """What the project's platform profile sets for the lints: the chapter's hard word range, the
+    title policy, and, where phone readability is on, the longest paragraph."""
+    limits = platform_limits(project)
+    words = limits["word_count"]
+    layer: dict[str, Any] = {"word_count": {"min": words["hard_min"], "max": words["hard_max"]},
+                             "title_policy": limits["title_policy"]}
+    mobile = limits["readability"]
+    if mobile.get("enabled") and isinstance(mobile.get("max_paragraph_chars"), int):
+        layer["lints"] = {"paragraph_max_chars": mobile["max_paragraph_chars"]}
+    return layer
+
+
 def project_lint_settings(project: Project | None, *, platform: Mapping[str, Any] | None = None) -> LintSettings:
-    """The project's lint settings: its platform's profile (or ``platform``) under the project's
-    own ``lint_settings`` when the model has them. ``InvalidData`` when they cannot be used."""
+    """The project's lint settings: its platform's (or ``platform``, a layer in the settings'
+    shape) under the project's own ``lint_settings``. ``InvalidData`` when they cannot be used."""
     if project is not None and platform is None:
-        platform = PLATFORM_PROFILES.get((project.target_platform or "").strip().lower())
-    own = getattr(project, "lint_settings", None) if project is not None else None
+        platform = platform_lint_layer(project)
+    own = project.lint_settings if project is not None else None
     try:
         return LintSettings.resolve(platform=platform, project=own if isinstance(own, Mapping) else None)
     except LintSettingsError as exc:

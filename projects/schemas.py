@@ -184,6 +184,35 @@ GATE_SETTINGS: Schema = {  # facts §11 thresholds, overridable per project
     "additionalProperties": False,
 }
 
+# The craft lints' thresholds (pipeline/craft/catalogue.py DEFAULT_THRESHOLDS holds their defaults;
+# a test keeps the two lists equal: projects never imports pipeline).
+LINT_THRESHOLD_NAMES = (
+    "em_dash_max", "narration_connector_max", "blacklist_max_hits", "simile_max_per_kchars",
+    "ellipsis_max_per_kchars", "exclamation_max_per_kchars", "density_min_count", "sentence_length_std_dev_min",
+    "sentence_length_min_sentences", "sentence_length_run_tolerance", "sentence_length_run_min",
+    "paragraph_length_cv_min", "paragraph_min_paragraphs", "paragraph_max_chars", "repetition_similarity",
+    "repetition_min_chars", "repetition_window", "idiom_max_per_kchars", "vocabulary_diversity_min",
+    "vocabulary_window",
+)
+
+LINT_SETTINGS: Schema = {  # issue #17 §2: a project's own lint settings, over its platform's
+    "type": "object",
+    "title": "Lint settings",
+    "properties": {
+        "lints": {"type": "object", "propertyNames": {"enum": list(LINT_THRESHOLD_NAMES)},
+                  "additionalProperties": {"type": "number", "minimum": 0}},
+        "word_count": {"type": "object", "properties": {"min": {"type": "integer", "minimum": 0},
+                                                        "max": {"type": "integer", "minimum": 0}},
+                       "additionalProperties": False},
+        "title_policy": {"type": "object", "properties": {
+            "enabled": {"type": "boolean"}, "min_chars": {"type": "integer", "minimum": 0},
+            "max_chars": {"type": "integer", "minimum": 0},
+            "banned_words": {"type": "array", "items": {"type": "string"}},
+            "forbidden_chars": {"type": "string"}}},
+    },
+    "additionalProperties": False,
+}
+
 PIPELINE_STAGE_NAMES = (
     "default",
     "quickstart",
@@ -822,6 +851,7 @@ NOVELSITE_PROJECT: Schema = {  # novelsite/project.json: Novelsite's extension o
         },
         "manual_cost_cap_usd": {"type": "string", "pattern": r"^\d{1,6}(\.\d{1,2})?$"},
         "gate_settings": GATE_SETTINGS,
+        "lint_settings": LINT_SETTINGS,
         "stage_models": STAGE_MODELS,
         "volumes": {
             "type": "object",

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from pipeline import chapter_lint
+from projects.models import Project
 from tests.factories import ChapterFactory, ProjectFactory
 
 pytestmark = pytest.mark.django_db
@@ -59,13 +59,17 @@ def test_lint_file_text_output_names_rules_in_chinese(tmp_path):
     assert "md_separator" in out and "Markdown 分隔线" in out and "必须修改" in out
 
 
-def test_lint_file_with_a_project_uses_its_blacklist_and_thresholds(tmp_path, monkeypatch):
+def test_lint_file_with_a_project_uses_its_blacklist_and_thresholds(tmp_path):
+    from projects.platforms.limits import platform_limits
+
     project = ProjectFactory(ai_blacklist={"words": ["不禁"]}, target_platform="fanqie")
-    monkeypatch.setitem(chapter_lint.PLATFORM_PROFILES, "fanqie", {"word_count": {"min": 100}})
     path = tmp_path / "chapter.md"
     path.write_text("# 第 2 章 归来\n\n他不禁笑了。\n", encoding="utf-8")
     rules = {f["rule"]: f for f in _json("lint", project.slug, "2", "--file", str(path))["data"]["findings"]}
     assert rules["blacklist"]["evidence"][0]["word"] == "不禁"
+    assert rules["word_count"]["limit"] == platform_limits(project)["word_count"]["hard_min"]  # the platform's
+    Project.objects.filter(pk=project.pk).update(lint_settings={"word_count": {"min": 100}})  # the project's own
+    rules = {f["rule"]: f for f in _json("lint", project.slug, "2", "--file", str(path))["data"]["findings"]}
     assert rules["word_count"]["limit"] == 100
     assert "blacklist" not in {f["rule"] for f in _json("lint", "--file", str(path))["data"]["findings"]}
     rules = {f["rule"]: f for f in _json("lint", project.slug, "5", "--file", str(path))["data"]["findings"]}
@@ -118,18 +122,17 @@ def test_a_bom_and_windows_line_ends_keep_offsets_exact(tmp_path):
     assert rules["em_dash"]["evidence"][0]["start"] == text.index("——")
 
 
-def test_unusable_project_settings_are_an_error_not_a_crash(tmp_path, monkeypatch):
+def test_unusable_project_settings_are_an_error_not_a_crash(tmp_path):
     project = ProjectFactory(target_platform="qidian")
-    monkeypatch.setitem(chapter_lint.PLATFORM_PROFILES, "qidian", {"lints": {"paragraph_max_chars": "long"}})
+    Project.objects.filter(pk=project.pk).update(lint_settings={"lints": {"paragraph_max_chars": "long"}})
     path = tmp_path / "chapter.md"
     path.write_text("# 第 1 章 雪\n\n他来了。", encoding="utf-8")
     assert "paragraph_max_chars" in _failure("lint", project.slug, "--file", str(path))["message"]
 
 
-def test_an_unusable_title_policy_is_an_error_not_a_crash(tmp_path, monkeypatch):
+def test_an_unusable_title_policy_is_an_error_not_a_crash(tmp_path):
     project = ProjectFactory(target_platform="jinjiang")
-    monkeypatch.setitem(chapter_lint.PLATFORM_PROFILES, "jinjiang",
-                        {"retention": {"title_policy": {"enabled": True, "max_chars": "ten"}}})
+    Project.objects.filter(pk=project.pk).update(lint_settings={"title_policy": {"enabled": True, "max_chars": "ten"}})
     path = tmp_path / "chapter.md"
     path.write_text("# 第 1 章 雪\n\n他来了。", encoding="utf-8")
     assert "max_chars" in _failure("lint", project.slug, "--file", str(path))["message"]

@@ -373,3 +373,10 @@ def test_indicators_hold_the_13_with_zones():
 def test_readable_findings_are_chinese_text():
     text = lint_text("他停了——又走了。", expect_heading=False).readable()
     assert "破折号" in text and "必须修改" in text and "\\u" not in text
+
+
+def test_the_lint_threshold_names_the_project_schema_allows_are_the_lints_own():
+    from pipeline.craft.catalogue import DEFAULT_THRESHOLDS
+    from projects.schemas import LINT_THRESHOLD_NAMES
+
+    assert set(LINT_THRESHOLD_NAMES) == set(DEFAULT_THRESHOLDS)

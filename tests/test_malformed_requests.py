@@ -201,3 +201,32 @@ def test_in_production_api_errors_keep_the_shape_and_web_errors_show_a_page(worl
     assert page.status_code == 500 and b"Traceback" not in page.content and b"secret detail" not in page.content
     missing = _web(world).get(f"/p/{world.project.slug}/state/?chapter=%C2%B2")
     assert missing.status_code == 404 and b"Traceback" not in missing.content
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value, words", [
+    ("{not json", "JSON"), ('{"lints": {"no_such_threshold": 1}}', "no_such_threshold"),
+    ('{"lints": {"simile_max_per_kchars": -1}}', "simile_max_per_kchars"), ('{"word_count": {"min": "many"}}', "min"),
+], ids=["not-json", "unknown-threshold", "negative", "not-a-number"])
+def test_the_lint_settings_are_refused_in_words_and_nothing_is_saved(world, value, words):  # noqa: F811
+    response = _web(world).post(f"/p/{world.project.slug}/settings/", {**SETTINGS_FORM, "manual_cost_cap_usd": "20",
+                                                                        "lint_settings": value})
+    assert response.status_code == 200 and words in response.content.decode()
+    assert Project.objects.get(pk=world.project.pk).title != "雪原"
+
+
+@pytest.mark.django_db
+def test_the_lint_settings_are_saved_from_the_settings_page_and_the_lints_use_them(world):  # noqa: F811
+    from pipeline.chapter_lint import project_lint_settings
+
+    value = '{"lints": {"simile_max_per_kchars": 4}, "word_count": {"min": 1500, "max": 6000}}'
+    response = _web(world).post(f"/p/{world.project.slug}/settings/", {**SETTINGS_FORM, "manual_cost_cap_usd": "20",
+                                                                        "lint_settings": value})
+    assert response.status_code == 302, (response.context["form"].errors, response.context["form"].non_field_errors())
+    project = Project.objects.get(pk=world.project.pk)
+    settings = project_lint_settings(project)
+    assert settings.thresholds["simile_max_per_kchars"] == 4 and settings.word_range == (1500, 6000)
+    patched = _api(world).patch(f"/api/projects/{project.slug}", {"lint_settings": {"lints": {"em_dash_max": -2}}},
+                                format="json")
+    assert patched.status_code == 400 and Project.objects.get(pk=project.pk).lint_settings["lints"] == {
+        "simile_max_per_kchars": 4}

@@ -115,7 +115,7 @@ class ProjectAdmin(ProjectScopedAdmin, admin.ModelAdmin):
                                           "classes": ["collapse"]}),
         ("Autopilot and gates", {"fields": ["autopilot_enabled", "autopilot_chapters_per_night",
                                             "autopilot_cost_cap_usd", "manual_cost_cap_usd", "gate_settings",
-                                            "stage_models"]}),
+                                            "lint_settings", "stage_models"]}),
         ("Checkpoint (moved by the pipeline)", {"fields": [*CHECKPOINT_FIELDS, "checkpoint_extra"],
                                                 "classes": ["collapse"]}),
         (None, {"fields": ["created_at", "updated_at"]}),

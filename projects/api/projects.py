@@ -29,7 +29,7 @@ class ProjectDetailApi(APIView):
             model = Project
             fields = ["slug", "title", "brief", "genre", "target_platform", "genre_drive_type",
                       "autopilot_enabled", "autopilot_chapters_per_night", "autopilot_cost_cap_usd",
-                      "manual_cost_cap_usd", "gate_settings", "stage_models", "orchestrator_state", "pipeline_stage", "inflight_chapter",
+                      "manual_cost_cap_usd", "gate_settings", "lint_settings", "stage_models", "orchestrator_state", "pipeline_stage", "inflight_chapter",
                       "last_completed_chapter", "current_volume", "created_at", "updated_at", "role",
                       "platform_profile", "platform_limits"]
 
@@ -52,6 +52,7 @@ class ProjectDetailApi(APIView):
                                                           min_value=0)
         manual_cost_cap_usd = serializers.DecimalField(required=False, max_digits=8, decimal_places=2, min_value=0)
         gate_settings = SchemaJSONSerializerField(schema_name="GATE_SETTINGS", required=False)
+        lint_settings = SchemaJSONSerializerField(schema_name="LINT_SETTINGS", required=False)
         stage_models = SchemaJSONSerializerField(schema_name="STAGE_MODELS", required=False)
 
     @extend_schema(responses=ProjectDetailOutput)

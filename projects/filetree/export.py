@@ -67,6 +67,7 @@ def _novelsite_settings(project: Project) -> dict[str, Any]:
                       "cost_cap_usd": str(project.autopilot_cost_cap_usd)},
         "manual_cost_cap_usd": str(project.manual_cost_cap_usd),
         "gate_settings": project.gate_settings,
+        **({"lint_settings": project.lint_settings} if project.lint_settings else {}),
         "stage_models": project.stage_models,
         "volumes": volumes,
         "chapter_storylines": storyline_overrides,

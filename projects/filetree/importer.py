@@ -183,6 +183,7 @@ def _project_fields(tree: ParsedTree) -> dict[str, Any]:
         "autopilot_cost_cap_usd": Decimal(autopilot.get("cost_cap_usd", "5.00")),
         "manual_cost_cap_usd": Decimal(meta.get("manual_cost_cap_usd", "20.00")),
         "gate_settings": meta.get("gate_settings", {}), "stage_models": meta.get("stage_models", {}),
+        "lint_settings": meta.get("lint_settings") or {},
     }
 
 

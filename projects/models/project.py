@@ -127,6 +127,8 @@ class Project(models.Model):
         help_text="What runs started by hand may spend on LLM calls per day (USD); nightly batches have their own cap.",
     )
     gate_settings = SchemaJSONField(schema_name="GATE_SETTINGS", default=dict, blank=True)
+    # the craft lints' thresholds, word range and title policy over the platform's (issue #17 §2)
+    lint_settings = SchemaJSONField(schema_name="LINT_SETTINGS", default=dict, blank=True)
     stage_models = SchemaJSONField(schema_name="STAGE_MODELS", default=dict, blank=True)
 
     # --- checkpoint (.checkpoint.json, facts §3) ---

@@ -106,7 +106,8 @@ def membership_is_last_owner(membership: Membership) -> bool:
 
 PROJECT_SETTINGS_FIELDS = frozenset({
     "title", "brief", "genre", "target_platform", "genre_drive_type", "autopilot_enabled",
-    "autopilot_chapters_per_night", "autopilot_cost_cap_usd", "manual_cost_cap_usd", "gate_settings", "stage_models",
+    "autopilot_chapters_per_night", "autopilot_cost_cap_usd", "manual_cost_cap_usd", "gate_settings", "lint_settings",
+    "stage_models",
 })
 
 

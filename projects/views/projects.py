@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
+from django.utils.text import format_lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
@@ -215,6 +216,9 @@ def _member_create(request, project, form: NewMemberForm) -> NewMember | None:
     return new_member
 
 
+LINT_SETTINGS_EXAMPLE = '{"lints": {"simile_max_per_kchars": 3}, "word_count": {"min": 2000, "max": 4000}}'
+
+
 class ProjectSettingsForm(forms.Form):
     title = forms.CharField(label=gettext_lazy("Title"), max_length=200)
     brief = forms.CharField(label=gettext_lazy("Brief"), widget=forms.Textarea(attrs={"rows": 6}), required=False)
@@ -227,6 +231,10 @@ class ProjectSettingsForm(forms.Form):
         decimal_places=2)
     gate_settings = forms.CharField(label=gettext_lazy("Gate thresholds (JSON)"), widget=forms.Textarea(attrs={"rows": 4}),
                                     required=False)
+    lint_settings = forms.CharField(
+        label=gettext_lazy("Craft lint thresholds (JSON)"), widget=forms.Textarea(attrs={"rows": 4}), required=False,
+        help_text=format_lazy("{} {}", gettext_lazy("Over the platform's (empty: the platform's and the defaults), "
+                                                    "for example:"), LINT_SETTINGS_EXAMPLE))
 
     def clean_json(self, name: str):
         raw = (self.cleaned_data.get(name) or "").strip()
@@ -249,14 +257,18 @@ class ProjectSettingsForm(forms.Form):
     def clean_gate_settings(self):
         return self.clean_json("gate_settings")
 
+    def clean_lint_settings(self):
+        return self.clean_json("lint_settings")
+
 
 SETTINGS_FIELDS = ("title", "brief", "autopilot_enabled", "autopilot_chapters_per_night", "autopilot_cost_cap_usd",
-                   "manual_cost_cap_usd", "stage_models", "gate_settings")
+                   "manual_cost_cap_usd", "stage_models", "gate_settings", "lint_settings")
 
 
 def _settings_initial(project) -> dict:
     initial = {name: getattr(project, name) for name in SETTINGS_FIELDS}
     initial["gate_settings"] = json.dumps(project.gate_settings or {}, ensure_ascii=False, indent=2)
+    initial["lint_settings"] = json.dumps(project.lint_settings or {}, ensure_ascii=False, indent=2)
     return initial
 
 
