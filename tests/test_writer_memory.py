@@ -292,3 +292,33 @@ def test_the_migration_backfills_the_appearances_of_chapters_committed_before_it
 
     assert set(CharacterAppearance.objects.values_list("chapter_number", "character_slug", "source")) == written
     assert (2, "zhao-ming", "delta") in written
+
+
+def test_a_young_books_memory_room_is_filled_with_its_chapters_own_summaries():
+    """#17 §4: the summaries of archived chapters come back, newest first, while the room has space,
+    so chapter 30's prompt is about as big as chapter 1000's; an archive whose chapters all came back
+    goes, and the total stays within the room."""
+    from pipeline.memory import WRITER_MEMORY_CHARS, memory_for_writer
+
+    summary = "林枫在雪原上追查预言，与苏晚起了争执，最后决定南下。" * 9  # ~250 characters, a real summary's size
+    recent = [(n, summary) for n in range(21, 30)]
+    archives = [("archive", s, s + 4, "五章的要点。" * 60) for s in (1, 6, 11, 16)]
+    earlier = [(n, summary) for n in range(20, 0, -1)]
+    shown, slots = memory_for_writer(archives, recent, earlier)
+    numbers = [n for n, _text in shown]
+    assert numbers == sorted(numbers) and numbers[-9:] == list(range(21, 30))
+    assert 16 in numbers and ("archive", 16, 20) not in {(s.level, s.chapter_start, s.chapter_end) for s in slots}
+    total = sum(len(t) for _n, t in shown) + sum(len(s.text) for s in slots)
+    assert WRITER_MEMORY_CHARS - len(summary) < total <= WRITER_MEMORY_CHARS
+    assert slots[0].chapter_start == 1  # the oldest archive is still there
+
+
+def test_an_old_books_synopsis_and_volumes_are_never_replaced_by_detail():
+    from pipeline.memory import memory_for_writer
+
+    levels = [("synopsis", 1, 900, "很久以前的事。" * 200), ("volume", 901, 930, "卷事。" * 300)]
+    recent = [(n, "近事。" * 20) for n in range(931, 935)]
+    earlier = [(930, "第930章。"), (929, "第929章。")]
+    shown, slots = memory_for_writer(levels, recent, earlier)
+    assert [s.level for s in slots] == ["synopsis", "volume"]
+    assert [n for n, _t in shown] == list(range(931, 935))  # chapter 930 lies in a volume summary
