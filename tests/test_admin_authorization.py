@@ -37,6 +37,7 @@ NEW_SETTINGS: dict[str, Any] = {
     "autopilot_cost_cap_usd": Decimal("999999.00"),
     "manual_cost_cap_usd": Decimal("999999.00"),
     "gate_settings": {"pass_threshold": 1.0},
+    "lint_settings": {"lints": {"em_dash_max": 5}},
     "stage_models": {"draft": "very-expensive-model"},
 }
 

@@ -47,7 +47,7 @@ class Replay:
 
     def __call__(self, body: dict) -> str:
         system = next((m["content"] for m in body["messages"] if m["role"] == "system"), "")
-        stage = next(name for name, role in ROLES.items() if system.startswith(role))
+        stage = next(name for name, role in ROLES.items() if role in system)  # after the book bible
         with self.lock:
             self.stages.append(stage)
             queue = self.outputs[stage]
