@@ -51,9 +51,10 @@ class NextStep:
 
 
 def run_step_id(run: PipelineRun) -> str:
-    """The facts §1 step id of where a run stands."""
+    """The facts §1 step id of where a run stands: a chapter waiting at Novelsite's ``gate`` stage is at
+    the tool's ``chapter:NNN:review`` (facts §7.3), the memory upkeep after a commit is its ``commit``."""
     if run.kind in (RunKind.CHAPTER, RunKind.REWRITE) and run.chapter:
-        stage = {"maintain": "commit", "gate": "judge"}.get(run.stage, run.stage)
+        stage = {"maintain": "commit", "gate": "review"}.get(run.stage, run.stage)
         return format_step_id("chapter", run.chapter, stage)
     return run.stage
 

@@ -8,7 +8,9 @@ the result back with ``novel validate`` / ``novel advance`` (``pipeline.tree_ste
   exported tree the agent reads. Optional keys are omitted when the export has no such file (facts §12);
   a step's inputs staged by the step before it are always named, since that step's validate required them;
 * ``expected_outputs``: the staging paths of facts §5, §6, §7.1, §8; a NOVEL_ASK gate prepends its
-  ``answer_path`` (facts §14.5; refused on ``review:*``);
+  ``answer_path`` (facts §14.5; refused on ``review:*``). The packet of a paused chapter's
+  ``chapter:NNN:review`` carries the question it waits on as ``novel_ask`` with its ``answer_path``
+  (facts §14.1; a question asked again has an answer path of its own);
 * ``next_actions``: ``novel validate <step>``, ``novel advance <step>``, then what comes next.
 
 ``chapter:NNN:title-fix`` and ``hook-fix`` are refused (``StepUnsupported``): Novelsite implements no platform
@@ -22,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.ask import StepId, validate_gate_wiring, validate_instruction_packet
+from pipeline.chapter_gate import open_pause_question
 from pipeline.export_view import ExportView, character_paths, hard_rules
 from pipeline.plan_validation import HEADING, outline_blocks
 from pipeline.step_files import (
@@ -43,6 +46,8 @@ CHAPTER_AGENTS = {"draft": ("subagent", "chapter-writer"), "summarize": ("subage
                   "review": ("cli", "manual-review"), "commit": ("cli", "novel")}
 GATE_NOTE = "AnswerSpec JSON record for the NOVEL_ASK gate (written before main step execution)."
 JUDGE_NOTE = "QualityJudge returns JSON; the executor should write it to this path."
+PAUSE_NOTE = ("On Novelsite the chapter waits for this answer: after writing the AnswerSpec at answer_path, hand "
+              "it back from the tree's root (accept commits the chapter; revise and rewrite send it back to draft).")
 
 
 class PacketRefused(NovelsiteError):
@@ -69,6 +74,11 @@ def instruction_packet(project: Project, step: str, *, embed_brief: bool = False
     gate on a review step, no review range). The result always passes ``validate_instruction_packet``."""
     parsed, step_id = step_of(step)
     refuse_unsupported(parsed, step_id)
+    pause = None
+    if novel_ask is None and answer_path is None and parsed.kind == "chapter" and parsed.phase == "review":
+        pause = open_pause_question(project, parsed.chapter)
+        if pause is not None:  # facts §14.1: the paused chapter's question and where its answer goes
+            novel_ask, answer_path = pause.spec, pause.answer_path
     gated = novel_ask is not None or answer_path is not None
     if gated:
         errors = validate_gate_wiring(step_id, novel_ask, answer_path)
@@ -80,6 +90,9 @@ def instruction_packet(project: Project, step: str, *, embed_brief: bool = False
     if gated:
         packet.update(novel_ask=novel_ask, answer_path=answer_path)
         outputs.insert(0, {"path": answer_path, "required": True, "note": GATE_NOTE})
+    if pause is not None:
+        actions.insert(0, {"kind": "command", "command": f"novel import-step {project.slug} . {step_id}",
+                           "note": PAUSE_NOTE})
     manifest: dict[str, Any] = {"mode": "paths+embed" if embed_brief else "paths", "inline": inline, "paths": paths}
     if embed_brief:  # the first 2000 characters of brief.md as exported; null when there is no brief
         manifest["embed"] = {"brief_preview": dump_text(project.brief).decode()[:2000] or None}
