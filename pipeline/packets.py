@@ -4,7 +4,9 @@ the result back with ``novel validate`` / ``novel advance`` (``pipeline.tree_ste
 
 * agents: facts §5 (quick start), §6 (plot-architect, cli/manual-review, cli/novel), §7.1, §8;
 * ``manifest.inline``: what the orchestrator computes (chapter, volume, storyline_id, plan range with the F0
-  seed rule, review_targets, contracts_output_dir …); ``manifest.paths``: project-relative files of the
+  seed rule, review_targets, contracts_output_dir …; the writer's ``statistical_targets`` and
+  ``genre_overrides``, the judge's ``continuity_report_summary`` and ``prejudge_guardrails``:
+  ``pipeline.packet_inline``); ``manifest.paths``: project-relative files of the
   exported tree the agent reads. Optional keys are omitted when the export has no such file (facts §12);
   a step's inputs staged by the step before it are always named, since that step's validate required them;
 * ``expected_outputs``: the staging paths of facts §5, §6, §7.1, §8; a NOVEL_ASK gate prepends its
@@ -26,6 +28,7 @@ from typing import Any
 from pipeline.ask import StepId, validate_gate_wiring, validate_instruction_packet
 from pipeline.chapter_gate import open_pause_question
 from pipeline.export_view import ExportView, character_paths, hard_rules
+from pipeline.packet_inline import continuity_inline, prejudge_guardrails
 from pipeline.plan_validation import HEADING, outline_blocks
 from pipeline.step_files import (
     MEMORY_TEMPLATE, QUICKSTART, SEED_RANGE, VOL_REVIEW, advance_command, chapter_staging,
@@ -37,6 +40,8 @@ from projects.filetree import paths as tree
 from projects.filetree.canonical import dump_text
 from projects.ids import chapter_id
 from projects.models import Project
+from projects.platforms.genre_overrides import genre_overrides
+from projects.style_targets import packet_statistical_targets
 
 QUICKSTART_PHASES = ("world", "characters", "style", "f0", "trial", "results")
 QUICKSTART_AGENTS = {"world": "world-builder", "characters": "character-weaver", "style": "style-analyzer",
@@ -227,6 +232,9 @@ def _chapter(view: ExportView, step: StepId, step_id: str):
     more: list[dict[str, str]] = []
     if stage == "draft":
         _writer_context(view, inline, paths, data, number, block)
+        inline["statistical_targets"] = packet_statistical_targets(p)  # facts §12, as Novelsite's writer aims
+        if (overrides := genre_overrides(p)) is not None:
+            inline["genre_overrides"] = overrides
         if p.inflight_chapter == number and p.pipeline_stage in ("judged", "revising"):  # revision mode
             paths.update(chapter_draft=files.chapter, chapter_eval=files.evaluation)
         outputs = [_output(files.chapter)]
@@ -241,6 +249,9 @@ def _chapter(view: ExportView, step: StepId, step_id: str):
         outputs = [_output(files.chapter), _output(files.refiner_changes, required=False)]
     elif stage == "judge":
         _judge_context(view, inline, paths, data, number, block, volume_number if volume else None)
+        inline.update(continuity_inline(p))
+        if (guardrails := prejudge_guardrails(p, number)) is not None:
+            inline["prejudge_guardrails"] = guardrails
         paths["cross_references"] = files.crossref
         outputs = [_output(files.evaluation, note=JUDGE_NOTE)]
         more.append(next_command("After advance, compute the next step (commit, refine, draft or review)."))
