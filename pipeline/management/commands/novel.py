@@ -212,6 +212,8 @@ class Command(BaseCommand):
         data = next_step(self._project(options["project"])).as_dict()
         if not options["json"]:
             self.stdout.write(f"next: {data['step'] or '-'}  ({data['reason']})  action: {data['action']}")
+            if data["evidence"].get("differs_from_tool"):  # where novel-writer-cli would go elsewhere, and why
+                self.stdout.write(f"  unlike novel-writer-cli: {data['evidence']['differs_from_tool']}")
         return data
 
     def _advance(self, options: dict[str, Any]) -> dict[str, Any]:
