@@ -55,7 +55,7 @@ class NextStep:
     step: str | None
     reason: str
     # start_quickstart | start_plan | write_chapter | start_review | retry | resume | heal | answer_gate |
-    # import_step (an outside executor's run waits for its next step) | wait
+    # import_step (an outside executor's run waits for its next step; advancing takes it over) | wait
     action: str
     inflight: dict[str, Any] = field(default_factory=dict)
     evidence: dict[str, Any] = field(default_factory=dict)
@@ -208,6 +208,10 @@ def advance(*, project_id: int, user=None, step: str | None = None) -> PipelineR
         return run_retry(run_id=upcoming.run_id, user=user)
     if action == "resume":  # a chapter parked at the night's cost cap: a person decides to spend
         return run_budget_resume(run_id=upcoming.run_id, user=user)
+    if action == "import_step":  # an outside executor's chapter: Novelsite's own stages take the step
+        from pipeline.import_step import external_run_take_over
+
+        return external_run_take_over(run_id=upcoming.run_id, user=user)
     if action == "answer_gate":
         raise PipelineNotReady(f"{upcoming.step} waits for an answer ({upcoming.evidence.get('topic')})",
                                extra={"next": upcoming.as_dict()})
