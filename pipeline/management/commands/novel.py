@@ -1,6 +1,6 @@
 """``python manage.py novel <subcommand>``: the command-line face of Novelsite.
 
-Subcommands: ``demo`` (load the demo novel), ``status``, ``next``, ``advance`` (a project, or an exported
+Subcommands: ``demo`` (load the demo novel), ``status``, ``next`` and ``advance`` (a project, or an exported
 tree with ``--tree``), ``packet``, ``prompt`` (what a chapter stage would send the model), ``validate --tree``, ``import-step``, ``plan``, ``answer``, ``rewrite``, ``promote``, ``ask validate``,
 ``write``, ``export``, ``import`` and ``lint`` (craft lints of a chapter or a chapter file). With ``--json`` the output is the
 original tool's envelope (facts §1): ``{"ok": true, "command", "data"}`` or
