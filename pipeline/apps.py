@@ -12,6 +12,11 @@ class PipelineConfig(AppConfig):
         from projects.filetree.hooks import register_staging_writer
 
         register_staging_writer(staging_files_of)
+        # an imported tree's in-flight chapter becomes its run, waiting at the tool's next step (#20 item 3)
+        from pipeline.staged_resume import staged_chapter_read
+        from projects.filetree.hooks import register_staging_reader
+
+        register_staging_reader(staged_chapter_read)
         from pipeline.promotion.snapshot import promotions_import, promotions_of
         from projects.filetree.hooks import register_extension
 

@@ -5,7 +5,10 @@ project once they validate (``pipeline.tree_steps``; facts §9: never advance af
 Chapter steps (draft, summarize, refine, judge, commit) go through an *external* chapter run: the
 server never calls its own LLM for it; after each imported step the run waits at the next one, the
 judge's gate is recomputed by the server (facts §11), and ``commit`` is the server's own commit
-(one transaction, facts §7.4). ``volume:outline`` stages the executor's plan in a plan run that
+(one transaction, facts §7.4). ``chapter:NNN:review`` takes a paused chapter's answer (any paused
+chapter, the server's own runs too) from the question's ``answer_path`` in the tree. A tree imported
+in the middle of a chapter starts such a run too (``pipeline.staged_resume``), and ``novel advance``
+lets Novelsite's own stages take a waiting external chapter over (``external_run_take_over``). ``volume:outline`` stages the executor's plan in a plan run that
 then waits for approval like any other. Quick-start and review steps are run by the server.
 """
 from __future__ import annotations
@@ -16,10 +19,12 @@ from typing import Any
 
 from django.db import transaction
 
-from pipeline.ask import parse_step_id
+from pipeline.ask import check_answer, parse_step_id
 from pipeline.blackboard import Blackboard
+from pipeline.chapter_gate import chapter_pause_gate, open_pause_question, pause_question
 from pipeline.book_runs import active_run, book_run_create, run_resume_at, stage_content
 from pipeline.errors import PipelineNotReady
+from pipeline.gates import gate_answer_submit
 from pipeline.gate import ScoreError, decide, recompute_overall, stated_overall
 from pipeline.lock_objects import run_lock
 from pipeline.models import PipelineRun, RunKind, RunStatus
@@ -29,7 +34,6 @@ from pipeline.chapter_checks import staged_chapter_checks
 from pipeline.checkpoint import checkpoint_update
 from pipeline.runs import _chapter_run_create
 from pipeline.stages.draft import split_chapter
-from pipeline.stages.judge import pause_question
 from pipeline.stages.plan import STEPS as PLAN_STEPS
 from pipeline.stages.plan import plan_data, plan_files, plan_of, plan_range, previous_contract
 from pipeline.step_files import chapter_staging, plan_dir, staged_memory_path
@@ -40,7 +44,9 @@ from projects.errors import InvalidData
 from projects.json_validation import json_issues
 from projects.lock_objects import project_lock
 from projects.models import OrchestratorState, PipelineStage, Project
+from projects.permissions import Action
 from projects.platforms.limits import platform_limits
+from projects.selectors import project_get_for_member
 
 EXTERNAL = "external"  # meta key of a run whose steps an outside executor runs
 
@@ -63,6 +69,8 @@ def step_import(*, project_id: int, tree: str | Path, step: str, user=None) -> I
         raise StepValidationFailed(f"{step}: " + "; ".join(check.errors),
                                    extra={"errors": check.errors, "warnings": check.warnings})
     parsed = parse_step_id(step)
+    if parsed.kind == "chapter" and parsed.phase == "review":
+        return _pause_answer_import(project_id, Path(tree), parsed.chapter, step, user)
     if parsed.kind == "chapter":
         return _chapter_import(project_id, Path(tree), parsed.chapter, parsed.phase, step, user)
     if step == "volume:outline":
@@ -115,39 +123,10 @@ def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: 
         worker.write_content("summary", "crossref", _read(tree, paths.crossref, as_json=True))
         worker.write_content("summary", "memory", _read(tree, staged_memory_path(delta["storyline_id"])))
     else:  # judge: the server recomputes the gate from the executor's evaluation (facts §11)
-        evaluation = _read(tree, paths.evaluation, as_json=True)
-        if issues := json_issues("EVALUATION", evaluation):
-            raise InvalidData(f"{paths.evaluation}: " + "; ".join(map(str, issues)))
-        settings = gate_settings_for(project)
-        if stated_overall(evaluation) is None:  # the tool reads the stated overall; without one, the scores
-            try:
-                recompute_overall(evaluation, settings.scoring_weights)
-            except ScoreError as exc:
-                raise InvalidData(f"{paths.evaluation}: no overall_final or overall, and the scores give none "
-                                  f"({exc}); judge the chapter again") from exc
-        if platform_limits(project)["hook_policy"]["required"] and (problems := hook_field_problems(evaluation)):
-            raise InvalidData(f"{paths.evaluation}: the platform requires a chapter-end hook verdict: "
-                              + "; ".join(problems))  # facts §7.1: judge validation under hook_policy.required
-        # the same deterministic checks as the pipeline's judge (#18): a violation sends it back to draft
-        skill = board.as_("skill")
-        text = skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft") or ""
-        checks = staged_chapter_checks(project, number, run.context, skill.read_content("summary", "delta"), text)
-        violations = tuple(checks.violations)
-        result = decide(evaluation, revision_count=project.revision_count, settings=settings,
-                        policy_failures=platform_review(evaluation, project, number),
-                        deterministic_violations=checks.violations, outside=True)  # its stated overall (#20)
-        worker.write_content("evaluation", "checks", checks.as_dict())
-        worker.write_content("evaluation", "data", evaluation)
-        worker.write_content("gate", "result", {**result.as_dict(), "revisions": project.revision_count})
-        next_stage = {"pass": "commit", "force_passed": "commit", "polish": "refine", "revise": "draft"}.get(
-            result.decision, "gate")
-        if result.decision == "revise":
-            worker.write_content("revision", "required_fixes", result.required_fixes)
-            checkpoint.update(pipeline_stage=PipelineStage.REVISING, revision_count=project.revision_count + 1)
-        if next_stage == "gate":
-            spec = pause_question(number, result.decision, result.overall)
-            question = {"step": step, "topic": spec["topic"], "spec": spec,
-                        "answer_path": f"staging/novel-ask/chapter-{number:03d}-judge.answers.json"}
+        routed = outside_evaluation_gate(project, number, board, _read(tree, paths.evaluation, as_json=True),
+                                         kept_context=run.context)
+        next_stage, question, violations = routed.next_stage, routed.question, routed.violations
+        checkpoint.update(routed.checkpoint)
     run.blackboard, run.stage, run.status = board.to_dict(), next_stage, status
     run.save(update_fields=["blackboard", "stage", "status", "updated_at"])
     checkpoint_update(project.pk, **checkpoint)
@@ -156,6 +135,87 @@ def _chapter_import(project_id: int, tree: Path, number: int, phase: str, step: 
 
         question_open(run=run, step=question["step"], spec=question["spec"], answer_path=question["answer_path"])
     return Imported(step, run.pk, next_stage, status, violations)
+
+
+@dataclass(frozen=True)
+class GateRouting:
+    next_stage: str  # commit, refine, draft, or gate (a person decides)
+    checkpoint: dict[str, Any]
+    question: dict[str, Any] | None  # chapter_pause_gate's, for a pause
+    violations: tuple[str, ...]
+
+
+def outside_evaluation_gate(project: Project, number: int, board: Blackboard, evaluation: Any, *,
+                            kept_context: dict | None = None) -> GateRouting:
+    """The server's gate (facts §11) on an evaluation written outside, for the chapter staged on ``board``
+    (an imported judge step, or a tree imported in the middle of a chapter): written to the board with
+    the deterministic checks' results. Raises InvalidData for an evaluation the gate cannot read."""
+    rel = chapter_staging(number).evaluation
+    if issues := json_issues("EVALUATION", evaluation):
+        raise InvalidData(f"{rel}: " + "; ".join(map(str, issues)))
+    settings = gate_settings_for(project)
+    if stated_overall(evaluation) is None:  # the tool reads the stated overall; without one, the scores
+        try:
+            recompute_overall(evaluation, settings.scoring_weights)
+        except ScoreError as exc:
+            raise InvalidData(f"{rel}: no overall_final or overall, and the scores give none ({exc}); judge the "
+                              "chapter again") from exc
+    if platform_limits(project)["hook_policy"]["required"] and (problems := hook_field_problems(evaluation)):
+        raise InvalidData(f"{rel}: the platform requires a chapter-end hook verdict: "
+                          + "; ".join(problems))  # facts §7.1: judge validation under hook_policy.required
+    # the same deterministic checks as the pipeline's judge (#18): a violation sends it back to draft
+    skill, worker = board.as_("skill"), board.as_("worker")
+    text = skill.read_content("chapter", "refined") or skill.read_content("chapter", "draft") or ""
+    checks = staged_chapter_checks(project, number, kept_context, skill.read_content("summary", "delta"), text)
+    result = decide(evaluation, revision_count=project.revision_count, settings=settings,
+                    policy_failures=platform_review(evaluation, project, number),
+                    deterministic_violations=checks.violations, outside=True)  # its stated overall (#20)
+    worker.write_content("evaluation", "checks", checks.as_dict())
+    worker.write_content("evaluation", "data", evaluation)
+    worker.write_content("gate", "result", {**result.as_dict(), "revisions": project.revision_count})
+    next_stage = {"pass": "commit", "force_passed": "commit", "polish": "refine", "revise": "draft"}.get(
+        result.decision, "gate")
+    checkpoint: dict[str, Any] = {}
+    if result.decision == "revise":
+        worker.write_content("revision", "required_fixes", result.required_fixes)
+        checkpoint.update(pipeline_stage=PipelineStage.REVISING, revision_count=project.revision_count + 1)
+    question = None
+    if next_stage == "gate":
+        question = chapter_pause_gate(number, pause_question(number, result.decision, result.overall))
+    return GateRouting(next_stage, checkpoint, question, tuple(checks.violations))
+
+
+@transaction.atomic(durable=True)
+def external_run_take_over(*, run_id: int, user=None) -> PipelineRun:
+    """Novelsite's own stages take an outside executor's chapter over at the step it waits at (``novel
+    advance``). Locks: the project, then the run; the stage is queued on commit."""
+    project_lock(PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).get())
+    run = run_lock(run_id)
+    board = Blackboard(run.blackboard)
+    if run.status != RunStatus.WAITING or not board.as_("slicer").read_meta(EXTERNAL):
+        raise PipelineNotReady(f"{run} is not waiting for an outside executor")
+    board.as_("orchestrator").write_meta(EXTERNAL, False)
+    run_resume_at(run, run.stage, board)
+    return run
+
+
+def _pause_answer_import(project_id: int, tree: Path, number: int, step: str, user) -> Imported:
+    """A paused chapter's answer, written by an outside adapter at the question's ``answer_path``
+    (facts §14.5: an invalid answer is a hard error, a missing one leaves the step blocked), is
+    the person's decision: stored and applied as if answered on the site (``chapter_gate``)."""
+    project = Project.objects.get(pk=project_id)
+    question = open_pause_question(project, number)
+    if question is None:
+        raise PipelineNotReady(f"{step}: chapter {number} is not waiting for a person's decision")
+    if user is None:
+        raise PipelineNotReady(f"{step}: name the person whose decision this is (--as)")
+    project_get_for_member(user=user, slug=project.slug, action=Action.DECIDE)
+    record = _read(tree, question.answer_path, as_json=True)
+    if errors := check_answer(record, question.spec):
+        raise InvalidData(f"{question.answer_path}: " + "; ".join(errors), extra={"errors": errors})
+    gate_answer_submit(question_id=question.pk, answers=record["answers"], user=user)
+    run = PipelineRun.objects.get(pk=question.run_id)
+    return Imported(step, run.pk, run.stage, run.status)
 
 
 def _external_chapter_run(project: Project, number: int, phase: str, user) -> PipelineRun:

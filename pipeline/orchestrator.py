@@ -30,6 +30,22 @@ from projects.lock_objects import project_lock
 from projects.models import OrchestratorState, PipelineStage, Project
 
 IDLE_STAGES = (None, "", PipelineStage.COMMITTED)
+# Where the step ``next_step`` names is not the one novel-writer-cli's ``novel next`` would give for the
+# same checkpoint, and why (``evidence["differs_from_tool"]``; the README lists them all).
+TOOL_DIFFERENCES = {
+    "plan_rest_of_volume": (
+        "novel-writer-cli would review the volume here (its volume ends at the last chapter of the outline); "
+        "Novelsite plans the rest of the volume first, since a volume ends at chapter V*30 (facts §15.4)"),
+    "plan_next_volume": (
+        "novel-writer-cli would draft the next chapter with no plan; Novelsite plans the volume first "
+        "(facts §4.2 [INF], §15.4)"),
+    "pause_before_judge": (
+        "novel-writer-cli would judge this refined chapter and stop at review on its guardrails; Novelsite asks "
+        "first, since the hard craft findings outlived the revisions and a judged score cannot lift them"),
+    "polish_then_commit": (
+        "novel-writer-cli re-judges after a polish and counts it as a revision; Novelsite commits the polished "
+        "chapter, as the references say (facts §15.5)"),
+}
 
 
 @dataclass(frozen=True)
@@ -39,7 +55,7 @@ class NextStep:
     step: str | None
     reason: str
     # start_quickstart | start_plan | write_chapter | start_review | retry | resume | heal | answer_gate |
-    # import_step (an outside executor's run waits for its next step) | wait
+    # import_step (an outside executor's run waits for its next step; advancing takes it over) | wait
     action: str
     inflight: dict[str, Any] = field(default_factory=dict)
     evidence: dict[str, Any] = field(default_factory=dict)
@@ -51,9 +67,10 @@ class NextStep:
 
 
 def run_step_id(run: PipelineRun) -> str:
-    """The facts §1 step id of where a run stands."""
+    """The facts §1 step id of where a run stands: a chapter waiting at Novelsite's ``gate`` stage is at
+    the tool's ``chapter:NNN:review`` (facts §7.3), the memory upkeep after a commit is its ``commit``."""
     if run.kind in (RunKind.CHAPTER, RunKind.REWRITE) and run.chapter:
-        stage = {"maintain": "commit", "gate": "judge"}.get(run.stage, run.stage)
+        stage = {"maintain": "commit", "gate": "review"}.get(run.stage, run.stage)
         return format_step_id("chapter", run.chapter, stage)
     return run.stage
 
@@ -86,6 +103,9 @@ def _next_for_run(run: PipelineRun, inflight: dict[str, Any]) -> NextStep:
     step = run_step_id(run)
     if run.status == RunStatus.ERROR:
         return NextStep(step, f"error_retry:{run.error[:300]}", "retry", inflight, run_id=run.pk)
+    if run.chapter and run.stage == "commit" and _polished(run):
+        return NextStep(step, f"{run.status}:{run.kind}", "wait", inflight,
+                        {"differs_from_tool": TOOL_DIFFERENCES["polish_then_commit"]}, run_id=run.pk)
     if run.status == RunStatus.WAITING:
         if run_is_budget_waiting(run):
             return NextStep(step, "waiting:cost_cap", "resume", inflight, run_id=run.pk)
@@ -94,6 +114,8 @@ def _next_for_run(run: PipelineRun, inflight: dict[str, Any]) -> NextStep:
             evidence = {"topic": question.topic, "answer_path": question.answer_path}
             if run.error:
                 evidence["blocked"] = run.error
+            if run.chapter and inflight["pipeline_stage"] == PipelineStage.REFINED:  # refine's hard-lint pause
+                evidence["differs_from_tool"] = TOOL_DIFFERENCES["pause_before_judge"]
             return NextStep(question.step, f"waiting_for_answer:{question.topic}", "answer_gate", inflight, evidence,
                             run_id=run.pk, question_id=question.pk)
         if run.blackboard.get("meta", {}).get("external"):  # an outside executor runs it (pipeline.import_step)
@@ -119,9 +141,19 @@ def _chapter_router(project: Project, inflight: dict[str, Any]) -> NextStep:
                         {"volume": volume, "last_chapter": end})
     # the planned chapters are written but the volume has more (an F0 seed, a partial plan): plan the rest
     if not project.chapter_contracts.filter(chapter=last + 1).exists():
-        return _planning(project, inflight, f"no_plan:chapter-{last + 1:03d}")
+        routed = _planning(project, inflight, f"no_plan:chapter-{last + 1:03d}")
+        if routed.step is not None:
+            why = "plan_rest_of_volume" if end is not None and last >= end else "plan_next_volume"
+            routed.evidence["differs_from_tool"] = TOOL_DIFFERENCES[why]
+        return routed
     return NextStep(format_step_id("chapter", last + 1, "draft"), f"writing:chapter-{last + 1:03d}", "write_chapter",
                     inflight)
+
+
+def _polished(run: PipelineRun) -> bool:
+    """A chapter run going to commit after the gate's polish (refine read ``polish_pending``)."""
+    gate = run.blackboard.get("content", {}).get("gate", {}).get("result") or {}
+    return gate.get("decision") == "polish"
 
 
 def _healing(project: Project) -> str:
@@ -176,6 +208,10 @@ def advance(*, project_id: int, user=None, step: str | None = None) -> PipelineR
         return run_retry(run_id=upcoming.run_id, user=user)
     if action == "resume":  # a chapter parked at the night's cost cap: a person decides to spend
         return run_budget_resume(run_id=upcoming.run_id, user=user)
+    if action == "import_step":  # an outside executor's chapter: Novelsite's own stages take the step
+        from pipeline.import_step import external_run_take_over
+
+        return external_run_take_over(run_id=upcoming.run_id, user=user)
     if action == "answer_gate":
         raise PipelineNotReady(f"{upcoming.step} waits for an answer ({upcoming.evidence.get('topic')})",
                                extra={"next": upcoming.as_dict()})

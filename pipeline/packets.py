@@ -4,11 +4,15 @@ the result back with ``novel validate`` / ``novel advance`` (``pipeline.tree_ste
 
 * agents: facts §5 (quick start), §6 (plot-architect, cli/manual-review, cli/novel), §7.1, §8;
 * ``manifest.inline``: what the orchestrator computes (chapter, volume, storyline_id, plan range with the F0
-  seed rule, review_targets, contracts_output_dir …); ``manifest.paths``: project-relative files of the
+  seed rule, review_targets, contracts_output_dir …; the writer's ``statistical_targets`` and
+  ``genre_overrides``, the judge's ``continuity_report_summary`` and ``prejudge_guardrails``:
+  ``pipeline.packet_inline``); ``manifest.paths``: project-relative files of the
   exported tree the agent reads. Optional keys are omitted when the export has no such file (facts §12);
   a step's inputs staged by the step before it are always named, since that step's validate required them;
 * ``expected_outputs``: the staging paths of facts §5, §6, §7.1, §8; a NOVEL_ASK gate prepends its
-  ``answer_path`` (facts §14.5; refused on ``review:*``);
+  ``answer_path`` (facts §14.5; refused on ``review:*``). The packet of a paused chapter's
+  ``chapter:NNN:review`` carries the question it waits on as ``novel_ask`` with its ``answer_path``
+  (facts §14.1; a question asked again has an answer path of its own);
 * ``next_actions``: ``novel validate <step>``, ``novel advance <step>``, then what comes next.
 
 ``chapter:NNN:title-fix`` and ``hook-fix`` are refused (``StepUnsupported``): Novelsite implements no platform
@@ -22,7 +26,9 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.ask import StepId, validate_gate_wiring, validate_instruction_packet
+from pipeline.chapter_gate import open_pause_question
 from pipeline.export_view import ExportView, character_paths, hard_rules
+from pipeline.packet_inline import continuity_inline, prejudge_guardrails
 from pipeline.plan_validation import HEADING, outline_blocks
 from pipeline.step_files import (
     MEMORY_TEMPLATE, QUICKSTART, SEED_RANGE, VOL_REVIEW, advance_command, chapter_staging,
@@ -34,6 +40,8 @@ from projects.filetree import paths as tree
 from projects.filetree.canonical import dump_text
 from projects.ids import chapter_id
 from projects.models import Project
+from projects.platforms.genre_overrides import genre_overrides
+from projects.style_targets import packet_statistical_targets
 
 QUICKSTART_PHASES = ("world", "characters", "style", "f0", "trial", "results")
 QUICKSTART_AGENTS = {"world": "world-builder", "characters": "character-weaver", "style": "style-analyzer",
@@ -43,6 +51,8 @@ CHAPTER_AGENTS = {"draft": ("subagent", "chapter-writer"), "summarize": ("subage
                   "review": ("cli", "manual-review"), "commit": ("cli", "novel")}
 GATE_NOTE = "AnswerSpec JSON record for the NOVEL_ASK gate (written before main step execution)."
 JUDGE_NOTE = "QualityJudge returns JSON; the executor should write it to this path."
+PAUSE_NOTE = ("On Novelsite the chapter waits for this answer: after writing the AnswerSpec at answer_path, hand "
+              "it back from the tree's root (accept commits the chapter; revise and rewrite send it back to draft).")
 
 
 class PacketRefused(NovelsiteError):
@@ -69,6 +79,11 @@ def instruction_packet(project: Project, step: str, *, embed_brief: bool = False
     gate on a review step, no review range). The result always passes ``validate_instruction_packet``."""
     parsed, step_id = step_of(step)
     refuse_unsupported(parsed, step_id)
+    pause = None
+    if novel_ask is None and answer_path is None and parsed.kind == "chapter" and parsed.phase == "review":
+        pause = open_pause_question(project, parsed.chapter)
+        if pause is not None:  # facts §14.1: the paused chapter's question and where its answer goes
+            novel_ask, answer_path = pause.spec, pause.answer_path
     gated = novel_ask is not None or answer_path is not None
     if gated:
         errors = validate_gate_wiring(step_id, novel_ask, answer_path)
@@ -80,6 +95,9 @@ def instruction_packet(project: Project, step: str, *, embed_brief: bool = False
     if gated:
         packet.update(novel_ask=novel_ask, answer_path=answer_path)
         outputs.insert(0, {"path": answer_path, "required": True, "note": GATE_NOTE})
+    if pause is not None:
+        actions.insert(0, {"kind": "command", "command": f"novel import-step {project.slug} . {step_id}",
+                           "note": PAUSE_NOTE})
     manifest: dict[str, Any] = {"mode": "paths+embed" if embed_brief else "paths", "inline": inline, "paths": paths}
     if embed_brief:  # the first 2000 characters of brief.md as exported; null when there is no brief
         manifest["embed"] = {"brief_preview": dump_text(project.brief).decode()[:2000] or None}
@@ -214,6 +232,9 @@ def _chapter(view: ExportView, step: StepId, step_id: str):
     more: list[dict[str, str]] = []
     if stage == "draft":
         _writer_context(view, inline, paths, data, number, block)
+        inline["statistical_targets"] = packet_statistical_targets(p)  # facts §12, as Novelsite's writer aims
+        if (overrides := genre_overrides(p)) is not None:
+            inline["genre_overrides"] = overrides
         if p.inflight_chapter == number and p.pipeline_stage in ("judged", "revising"):  # revision mode
             paths.update(chapter_draft=files.chapter, chapter_eval=files.evaluation)
         outputs = [_output(files.chapter)]
@@ -228,6 +249,9 @@ def _chapter(view: ExportView, step: StepId, step_id: str):
         outputs = [_output(files.chapter), _output(files.refiner_changes, required=False)]
     elif stage == "judge":
         _judge_context(view, inline, paths, data, number, block, volume_number if volume else None)
+        inline.update(continuity_inline(p))
+        if (guardrails := prejudge_guardrails(p, number)) is not None:
+            inline["prejudge_guardrails"] = guardrails
         paths["cross_references"] = files.crossref
         outputs = [_output(files.evaluation, note=JUDGE_NOTE)]
         more.append(next_command("After advance, compute the next step (commit, refine, draft or review)."))

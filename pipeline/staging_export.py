@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pipeline.models import ACTIVE_RUN_STATUSES, GateAnswer, PipelineRun
+from pipeline.stages.draft import split_chapter
 from projects.filetree.canonical import dump_json, dump_text
 from projects.filetree.chapter_heading import chapter_file_text
 from projects.ids import chapter_id
@@ -39,7 +40,10 @@ def _chapter_artifacts(run: PipelineRun) -> Iterator[tuple[str, bytes]]:
     content, cid = run.blackboard.get("content", {}), chapter_id(run.chapter)
     chapter, summary, evaluation = content.get("chapter", {}), content.get("summary", {}), content.get("evaluation", {})
     text = chapter.get("refined") or chapter.get("draft")
-    if text:
+    imported = chapter.get("imported_file")  # an imported tree's staged chapter (pipeline.staged_resume)
+    if text and imported and split_chapter(imported, f"第{run.chapter}章") == (chapter.get("title"), text):
+        yield f"staging/chapters/{cid}.md", imported.encode()  # unchanged since: written back as it came
+    elif text:
         yield f"staging/chapters/{cid}.md", dump_text(chapter_file_text(run.chapter, chapter.get("title", ""), text))
     if summary.get("text"):
         yield f"staging/summaries/{cid}-summary.md", dump_text(summary["text"])

@@ -116,3 +116,47 @@ def statistical_targets(project) -> dict[str, Any]:
         targets = default_targets(limits["platform"], project.genre)
     return {**targets, "platform": limits["platform"], "genre": project.genre,
             "max_paragraph_chars": limits["readability"]["max_paragraph_chars"]}
+
+
+LEVELS = ("high", "medium", "low")
+CONNECTOR_NOTE = "叙述连接词按 0 命中控制：ai-blacklist 的 narration_connector 类（仅叙述文）。"
+
+
+def _measured(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def packet_statistical_targets(project) -> dict[str, Any]:
+    """``statistical_targets`` in the shape of the original tool's writer packets (facts §12): the
+    two spreads as ``{target?, fallback_range, fallback_applied}`` (the voice sample's measured value
+    as the target; without a sample no target, and the fallback is the facts' default range), the
+    three levels as ``{target, fallback_applied}`` under the tool's names (``vocabulary_diversity``,
+    ``register_mixing``, ``emotional_arc``), ``narration_connectors`` 0. The numbers are the ones
+    Novelsite's own writer aims at (``statistical_targets``); ``source`` says where they came from."""
+    targets = statistical_targets(project)
+    sample = targets["source"] == "sample"
+    measured = project.voice_sample.statistics if sample else {}
+    profile = project.style_profile if sample and isinstance(project.style_profile, Mapping) else {}
+
+    def spread(name: str, fallback: tuple[float, float]) -> dict[str, Any]:
+        value = measured.get(name)
+        out: dict[str, Any] = {"target": round(value, 2)} if _measured(value) else {}
+        return {**out, "fallback_range": list(fallback), "fallback_applied": not out}
+
+    def level(name: str, source_field: str | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"target": targets[name]}
+        if source_field:
+            out["source_field"] = source_field
+        return {**out, "fallback_applied": profile.get(name) not in LEVELS}
+
+    return {
+        "source": {"mode": "voice_sample" if sample else "platform_genre_defaults",
+                   "platform": targets["platform"], **({"genre": targets["genre"]} if targets["genre"] else {})},
+        "sentence_length_std_dev": spread("sentence_length_std_dev", STD_DEV_RANGE),
+        "paragraph_length_cv": spread("paragraph_length_cv", PARAGRAPH_CV_RANGE),
+        "vocabulary_diversity": level("vocabulary_richness", "vocabulary_richness"),
+        "narration_connectors": {"target": 0, "source_field": "ai-blacklist.category_metadata.narration_connector",
+                                 "fallback_applied": False, "note": CONNECTOR_NOTE},
+        "register_mixing": level("register_mixing"),
+        "emotional_arc": level("emotional_volatility", "emotional_volatility"),
+    }

@@ -485,14 +485,15 @@ def test_import_of_an_export_reproduces_every_story_field(full_project, owner):
     copy = report.project
     assert story_data(copy) == story_data(full_project)
     assert report.skipped == [] and report.warnings == []
-    # kept: what Novelsite does not model, plus the changelog heads and the staged draft (no run here)
-    assert sorted(report.kept) == ["staging/chapters/chapter-004.md"]  # the platform files are modelled (#17)
+    # kept: what Novelsite does not model, plus the changelog heads; the platform files are modelled (#17)
+    assert report.kept == []  # the staged draft of chapter 4, in flight, is its run's (#20 item 3)
     assert extra_files_of(copy) == {
         **extra_files_of(full_project),
         "world/changelog.md": exported["world/changelog.md"].decode().removesuffix("\n"),
         "characters/changelog.md": exported["characters/changelog.md"].decode().removesuffix("\n"),
-        "staging/chapters/chapter-004.md": "草稿\n",
     }
+    run = PipelineRun.objects.get(project=copy)
+    assert (run.chapter, run.stage, run.blackboard["content"]["chapter"]["draft"]) == (4, "summarize", "草稿")
     assert Membership.objects.get(project=copy).user == owner
 
 
@@ -1059,7 +1060,7 @@ def test_uploading_an_export_creates_a_project_owned_by_the_uploader(full_projec
     body = response.json()
     assert body["slug"] == "bobs-copy" and body["title"] == "星火长夜"
     assert body["files"] == len(EXPECTED_FULL_TREE)
-    assert sorted(body["kept"]) == ["staging/chapters/chapter-004.md"]
+    assert body["kept"] == []  # the staged draft of the chapter in flight is its run's (#20 item 3)
     copy = Project.objects.get(slug="bobs-copy")
     assert Membership.objects.get(project=copy).user == bob and Membership.objects.get(project=copy).role == "owner"
     assert story_data(copy) == story_data(full_project)
@@ -1154,7 +1155,7 @@ def test_novel_export_and_import_through_a_directory(full_project, owner, tmp_pa
     assert (tmp_path / "t" / ".checkpoint.json").is_file()
     out = io.StringIO()
     call_command("novel", "import", str(tmp_path / "t"), "--project", "copy", "--owner", owner.username, stdout=out)
-    assert "as project copy" in out.getvalue() and "kept as is (not modelled): staging/" in out.getvalue()
+    assert "as project copy" in out.getvalue() and "kept as is (not modelled)" not in out.getvalue()
     copy = Project.objects.get(slug="copy")
     assert Membership.objects.get(project=copy).user == owner
     assert story_data(copy) == story_data(full_project)
@@ -1170,7 +1171,7 @@ def test_novel_export_and_import_through_a_zip_with_json(full_project, tmp_path)
     call_command("novel", "--json", "import", str(tmp_path / "t.zip"), "--project", "zipped", stdout=out)
     envelope = json.loads(out.getvalue())
     assert envelope["ok"] is True and envelope["data"]["project"] == "zipped"
-    assert envelope["data"]["kept"] == ["staging/chapters/chapter-004.md"]
+    assert envelope["data"]["kept"] == []
 
 
 def test_novel_import_of_the_cli_tree_reports_skipped_lock():

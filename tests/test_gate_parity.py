@@ -81,8 +81,8 @@ def test_a_chapter_paused_again_asks_on_a_new_answer_path(settings, make_user):
     settings.CELERY_TASK_ALWAYS_EAGER = True
     demo, question = paused_demo(settings, make_user("owner"))
     first = GateQuestion.objects.filter(project=demo).exclude(pk=question.pk).get()
-    assert first.answer_path == "staging/novel-ask/chapter-002-judge.answers.json"
-    assert question.answer_path == "staging/novel-ask/chapter-002-judge-2.answers.json"
+    assert first.answer_path == "staging/novel-ask/chapter-002-review.answers.json"
+    assert question.answer_path == "staging/novel-ask/chapter-002-review-2.answers.json"
     files = dict(tree_files(demo))
     assert first.answer_path in files  # the old answer, exported where it was
     assert question.answer_path not in files  # the new question: no answer yet

@@ -93,7 +93,7 @@ def test_no_page_shows_a_raw_code_markdown_or_json(client, sample):
 def test_codes_stay_available_as_tooltips(client, sample):
     body = client.get(reverse("dashboard", args=[sample.demo.slug])).content.decode()
     assert 'id="orchestrator-state" data-code="WRITING"' in body
-    assert 'data-code="chapter:002:judge"' in body and 'data-code="chapter.002.judge_pause"' in body
+    assert 'data-code="chapter:002:review"' in body and 'data-code="chapter.002.judge_pause"' in body
     gates = client.get(reverse("gates", args=[sample.planned.slug])).content.decode()
     assert 'title="qidian"' in gates and "起点" in gates and 'title="xuanhuan"' in gates and "玄幻" in gates
     english = client.get(reverse("gates", args=[sample.planned.slug]), HTTP_ACCEPT_LANGUAGE="en").content.decode()

@@ -194,10 +194,10 @@ def test_the_batch_stops_at_a_gate_and_the_summary_lists_the_waiting_question(se
     batch.refresh_from_db()
     question = GateQuestion.objects.get(project=project, status=GateStatus.OPEN)
     assert (batch.status, batch.stop_reason, batch.chapters_written) == (BatchStatus.STOPPED, "gate", 0)
-    assert batch.summary["gates"] == [{"id": question.pk, "step": "chapter:001:judge",
+    assert batch.summary["gates"] == [{"id": question.pk, "step": "chapter:001:review",
                                        "topic": "chapter.001.judge_pause", "run_id": question.run_id}]
     summary = batch_morning_summary(project=project)
-    assert [(g.step, g.topic) for g in summary.gates_waiting] == [("chapter:001:judge", "chapter.001.judge_pause")]
+    assert [(g.step, g.topic) for g in summary.gates_waiting] == [("chapter:001:review", "chapter.001.judge_pause")]
     assert summary.chapters == [] and "人工" in summary.reason_text
     whole_chapters_only(project)
 
@@ -205,7 +205,7 @@ def test_the_batch_stops_at_a_gate_and_the_summary_lists_the_waiting_question(se
     skipped = nightly_batch_start(project_id=project.pk, night=NIGHT + timedelta(days=1))
     skipped.refresh_from_db()
     assert (skipped.status, skipped.stop_reason, skipped.first_chapter) == (BatchStatus.SKIPPED, "busy", None)
-    assert skipped.summary["gates"][0]["step"] == "chapter:001:judge"
+    assert skipped.summary["gates"][0]["step"] == "chapter:001:review"
     assert PipelineRun.objects.filter(project=project).count() == 1
 
     # a person's answer finishes the chapter; the night is over, so the chain does not go on
@@ -392,7 +392,7 @@ def test_a_waiting_gate_is_in_the_mail(settings, mailoutbox, make_user):
     nightly_batch_start(project_id=project.pk, night=NIGHT)
 
     assert len(mailoutbox) == 1
-    assert "chapter:001:judge：chapter.001.judge_pause" in mailoutbox[0].body
+    assert "chapter:001:review：chapter.001.judge_pause" in mailoutbox[0].body
     assert "写成 0 / 3 章" in mailoutbox[0].body
 
 

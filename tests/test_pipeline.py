@@ -362,8 +362,8 @@ def test_low_scores_stop_the_run_at_a_question_and_accept_commits(settings, make
     assert runs_reconcile(stale_after_seconds=0) == []  # a waiting run is not "stuck"
 
     spec = question.spec
-    assert question.status == GateStatus.OPEN and question.step == "chapter:001:judge"
-    assert question.answer_path == "staging/novel-ask/chapter-001-judge.answers.json"
+    assert question.status == GateStatus.OPEN and question.step == "chapter:001:review"
+    assert question.answer_path == "staging/novel-ask/chapter-001-review.answers.json"
     assert json_issues("QUESTION_SPEC", spec) == []
     assert spec["version"] == 1 and spec["topic"] == question.topic == "chapter.001.judge_pause"
     decision = spec["questions"][0]

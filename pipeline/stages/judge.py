@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from pipeline.blackboard import Blackboard
+from pipeline.chapter_gate import chapter_pause_gate, pause_question
 from pipeline.chapter_checks import chapter_checks, judge_evidence
 from pipeline.chapter_lint import hard_fixes
 from pipeline.context import ChapterContext
@@ -29,24 +30,6 @@ from projects.platforms.limits import golden_gates_for, platform_limits
 
 ROLE = "你是严格的网络小说质检编辑：逐条核对契约，按 8 个维度打分，给出可执行的修改意见。"
 ENDING_CHARS = 200  # how much of the chapter's end the judge's slice quotes for the hook
-
-PAUSE_OPTIONS = [
-    {"label": "accept", "description": "按现状接受并提交本章"},
-    {"label": "revise", "description": "按备注修订后重新评审"},
-    {"label": "rewrite", "description": "整章重写"},
-]
-
-
-def pause_question(chapter: int, decision: str, overall) -> dict:
-    """The NOVEL_ASK QuestionSpec (seed 003) a paused chapter waits on."""
-    question = {"id": "decision", "header": f"第 {chapter} 章需要人工决定",
-                "question": f"评审得分 {overall}，门控结果 {decision}。如何处理？", "kind": "single_choice",
-                "required": True, "options": PAUSE_OPTIONS,
-                "default": "rewrite" if decision == "pause_for_user_force_rewrite" else "revise"}
-    notes = {"id": "notes", "header": "修改说明", "question": "给作者的具体修改意见（可选）", "kind": "free_text",
-             "required": False}
-    return {"version": 1, "topic": f"chapter.{chapter:03d}.judge_pause", "questions": [question, notes]}
-
 
 def rubric_weights(weights) -> dict[str, str]:
     """The weight of every dimension the rubric names, as the judge reads it (0 for one not weighted)."""
@@ -144,8 +127,6 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
     next_stage, checkpoint, status = _route(result.decision, result, revision_count, board)
     question = None
     if status == RunStatus.WAITING:
-        spec = pause_question(ctx.chapter, result.decision, result.overall)
-        question = {"step": f"chapter:{ctx.chapter:03d}:judge", "topic": spec["topic"], "spec": spec,
-                    "answer_path": f"staging/novel-ask/chapter-{ctx.chapter:03d}-judge.answers.json"}
+        question = chapter_pause_gate(ctx.chapter, pause_question(ctx.chapter, result.decision, result.overall))
     return StageOutcome(board.to_dict(), next_stage, status=status, question=question,
                         checkpoint={"pipeline_stage": PipelineStage.JUDGED, **checkpoint}, calls=[call])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from pipeline.blackboard import Blackboard
+from pipeline.chapter_gate import chapter_pause_gate, lint_pause_question
 from pipeline.chapter_lint import hard_fixes, lint_project_text, refine_targets
 from pipeline.context import ChapterContext, all_blacklist_words
 from pipeline.craft.lints import LintReport
@@ -48,20 +49,6 @@ def staged_lint(ctx: ChapterContext, board: Blackboard, text: str) -> LintReport
     return lint_project_text(ctx.project, text, chapter=ctx.chapter, title=title)
 
 
-def lint_pause_question(chapter: int, fixes: list[str]) -> dict:
-    """The NOVEL_ASK QuestionSpec (seed 003) of a chapter whose hard findings outlived its revisions;
-    answered like the judge's pause (``pipeline.chapter_gate``)."""
-    from pipeline.stages.judge import PAUSE_OPTIONS
-
-    listed = "；".join(fixes[:3])
-    question = {"id": "decision", "header": f"第 {chapter} 章需要人工决定",
-                "question": f"修订次数已用完，仍有必须修改的问题：{listed}。如何处理？"[:500],
-                "kind": "single_choice", "required": True, "options": PAUSE_OPTIONS, "default": "revise"}
-    notes = {"id": "notes", "header": "修改说明", "question": "给作者的具体修改意见（可选）", "kind": "free_text",
-             "required": False}
-    return {"version": 1, "topic": f"chapter.{chapter:03d}.judge_pause", "questions": [question, notes]}
-
-
 def _hard_left(ctx: ChapterContext, board: Blackboard, report: LintReport, call) -> StageOutcome:
     """Where a chapter goes when refine left a hard finding: refine again (once), else revise,
     else (revisions spent) a person decides."""
@@ -82,9 +69,7 @@ def _hard_left(ctx: ChapterContext, board: Blackboard, report: LintReport, call)
     skill.write_content("gate", "result", {"decision": "pause_for_user", "overall": None, "force_passed": False,
                                            "reasons": ["hard craft-lint findings remain after the last revision"],
                                            "required_fixes": fixes, "revisions": revisions})
-    spec = lint_pause_question(ctx.chapter, fixes)
-    question = {"step": f"chapter:{ctx.chapter:03d}:judge", "topic": spec["topic"], "spec": spec,
-                "answer_path": f"staging/novel-ask/chapter-{ctx.chapter:03d}-judge.answers.json"}
+    question = chapter_pause_gate(ctx.chapter, lint_pause_question(ctx.chapter, fixes))
     return StageOutcome(board.to_dict(), "gate", status=RunStatus.WAITING, question=question, calls=[call],
                         checkpoint={"pipeline_stage": PipelineStage.REFINED})
 

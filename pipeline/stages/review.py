@@ -32,7 +32,10 @@ from projects.services.volume_review import volume_review_close
 STEPS = ["review:collect", "review:audit", "review:report", "review:cleanup", "review:transition"]
 LOW_SCORE = 3.5  # facts §8: low_chapters are those below 3.5
 ROLE = "你是连载小说的连续性审校（consistency-auditor）：找出人物状态、时间线、伏笔和故事线上的断裂。"
-ISSUE_TYPES = ("character_state", "timeline", "foreshadowing", "storyline")
+# facts §10.15: the four types the original tool reads (judge packets summarize them, pipeline.packet_inline),
+# then Novelsite's own two (the audit looks at foreshadowing and storylines too)
+ISSUE_TYPES = ("character_mapping", "relationship_jump", "location_contradiction", "timeline_contradiction",
+               "foreshadowing", "storyline")
 
 
 def volume_end(project: Project, volume: int) -> int | None:

@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 
 from pipeline.blackboard import Blackboard
+from pipeline.chapter_gate import chapter_pause_gate, pause_question
 from pipeline.book_runs import Step, finish_locked
 from pipeline.gate import decide
 from pipeline.llm.types import LLMBadOutput
@@ -25,7 +26,7 @@ from pipeline.platform_gate import gate_settings_for, hook_field_problems, platf
 from pipeline.stage_claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, data_block, json_output, json_text, project_llm_call
 from pipeline.stages.draft import MIN_CHARS, platform_draft_slice, split_chapter
-from pipeline.stages.judge import pause_question, platform_slice
+from pipeline.stages.judge import platform_slice
 from projects.evaluations import evaluation_columns
 from projects.models import Chapter, OrchestratorState, PipelineStage, Project
 from projects.services.editing import story_object_update
@@ -109,10 +110,8 @@ def _judge(claim: Claim, project: Project, board: Blackboard, on_text=None) -> S
         skill.write_content("revision", "required_fixes", result.required_fixes)
         return StageOutcome(board.to_dict(), "draft", calls=[call], checkpoint={
             **checkpoint, "pipeline_stage": PipelineStage.REVISING, "revision_count": project.revision_count + 1})
-    spec = pause_question(number, result.decision, result.overall)
     return StageOutcome(board.to_dict(), "gate", status=RunStatus.WAITING, calls=[call], checkpoint=checkpoint,
-                        question={"step": f"chapter:{number:03d}:judge", "topic": spec["topic"], "spec": spec,
-                                  "answer_path": f"staging/novel-ask/chapter-{number:03d}-judge.answers.json"})
+                        question=chapter_pause_gate(number, pause_question(number, result.decision, result.overall)))
 
 
 def _commit(claim: Claim, project: Project, board: Blackboard, on_text=None) -> StageOutcome:

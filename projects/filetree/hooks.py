@@ -5,7 +5,10 @@ registers here (in ``PipelineConfig.ready``):
   NOVEL_ASK answers;
 - extensions of the canonical tree (``promotions/``): a writer for the export, and a reader the
   importer hands the extension's files to, inside the import's transaction (a reader raises
-  ``TreeError`` naming the file to refuse the whole import).
+  ``TreeError`` naming the file to refuse the whole import);
+- a staging reader the importer hands the tree's ``staging/`` files to, inside the import's
+  transaction, once the project is written: it takes the in-flight chapter's work into a run and
+  says which files it took (never kept as opaque files) and what it dropped.
 """
 from __future__ import annotations
 
@@ -59,3 +62,25 @@ def extension_read(project: Project, files: dict[str, str]) -> set[str]:
             reader(project, mine)
             taken |= set(mine)
     return taken
+
+
+StagingReader = Callable[[Project, dict[str, str]], tuple[set[str], list[str]]]
+_staging_readers: list[StagingReader] = []
+
+
+def register_staging_reader(reader: StagingReader) -> None:
+    if reader not in _staging_readers:
+        _staging_readers.append(reader)
+
+
+def staging_read(project: Project, files: dict[str, str]) -> tuple[set[str], list[str]]:
+    """Hand the staging readers the imported ``staging/`` files: (the paths they took, warnings)."""
+    staged = {path: text for path, text in files.items() if path.startswith("staging/")}
+    taken: set[str] = set()
+    warnings: list[str] = []
+    for reader in _staging_readers:
+        if staged:
+            took, said = reader(project, staged)
+            taken |= took
+            warnings += said
+    return taken, warnings

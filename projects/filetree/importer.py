@@ -23,7 +23,7 @@ from projects.filetree import paths
 from projects.filetree.errors import TreeError
 from projects.filetree.fidelity import is_kept_as_imported
 from projects.filetree.platform_files import PLATFORM_WRITING_GUIDE
-from projects.filetree.hooks import extension_read
+from projects.filetree.hooks import extension_read, staging_read
 from projects.filetree.platform_files import platform_fields
 from projects.filetree.parse import STORYLINE_LINE_RE, ParsedTree, chapter_storyline, chapter_volume, parse_tree
 from projects.filetree.source import TreeSource
@@ -146,6 +146,12 @@ def _write(tree: ParsedTree, slug: str, owner: AbstractBaseUser | None) -> Proje
         tree.warnings.append(f"{paths.NOVELSITE_FACTS}: facts naming characters the tree does not have "
                              f"({', '.join(unbound)}) were kept without them")
     taken = extension_read(project, tree.extra_files)  # e.g. promotions/: read back by the pipeline
+    staged, notes = staging_read(project, tree.extra_files)  # an in-flight chapter's work: its run (#20 item 3)
+    taken |= staged
+    tree.kept[:] = [path for path in tree.kept if path not in staged]
+    tree.warnings.extend(notes)
+    for path in staged:  # no longer opaque: its JSON text is kept as imported, for a faithful export
+        tree.extra_files.pop(path, None)
     ExtraFile.objects.bulk_create([ExtraFile(project=project, path=p, content=c)
                                    for p, c in sorted(tree.extra_files.items()) if p not in taken], batch_size=BATCH)
     return project

@@ -1,6 +1,6 @@
 """``python manage.py novel <subcommand>``: the command-line face of Novelsite.
 
-Subcommands: ``demo`` (load the demo novel), ``status``, ``next``, ``advance`` (a project, or an exported
+Subcommands: ``demo`` (load the demo novel), ``status``, ``next`` and ``advance`` (a project, or an exported
 tree with ``--tree``), ``packet``, ``prompt`` (what a chapter stage would send the model), ``validate --tree``, ``import-step``, ``plan``, ``answer``, ``rewrite``, ``promote``, ``ask validate``,
 ``write``, ``export``, ``import`` and ``lint`` (craft lints of a chapter or a chapter file). With ``--json`` the output is the
 original tool's envelope (facts §1): ``{"ok": true, "command", "data"}`` or
@@ -51,8 +51,10 @@ class Command(BaseCommand):
         load.add_argument("--project", dest="slug", help="Slug for the new project (default: from the tree).")
         load.add_argument("--owner", help="Username that becomes the project's owner.")
         load.add_argument("--replace", action="store_true", help="Replace an existing project with that slug.")
-        upcoming = sub.add_parser("next", help="The next step of a project, and why (facts §4.2).")
-        upcoming.add_argument("project", help="Project slug.")
+        upcoming = sub.add_parser("next", help="The next step of a project, or of an exported tree with --tree, "
+                                               "and why (facts §4.2).")
+        upcoming.add_argument("project", nargs="?", help="Project slug (not with --tree).")
+        upcoming.add_argument("--tree", help="A project tree (a directory) instead of a project.")
         step = sub.add_parser("advance", help="Take the next step: `advance <project> [<step>]` starts or resumes "
                                               "the run that does it; `advance --tree DIR <step>` advances an "
                                               "exported tree's checkpoint after validating the step's outputs.")
@@ -209,9 +211,24 @@ class Command(BaseCommand):
     def _next(self, options: dict[str, Any]) -> dict[str, Any]:
         from pipeline.orchestrator import next_step
 
+        if options.get("tree"):
+            from pipeline.tree_next import tree_next_step
+
+            data = tree_next_step(options["tree"])
+            if not options["json"]:
+                self.stdout.write(f"next: {data['step']}  ({data['reason']})")
+                evidence = data.get("evidence", {})
+                if evidence.get("differs_from_tool"):
+                    self.stdout.write(f"  unlike novel-writer-cli ({evidence.get('tool_step', data['step'])}): "
+                                      f"{evidence['differs_from_tool']}")
+            return data
+        if not options.get("project"):
+            raise CommandError("next: name a project, or a tree with --tree", returncode=2)
         data = next_step(self._project(options["project"])).as_dict()
         if not options["json"]:
             self.stdout.write(f"next: {data['step'] or '-'}  ({data['reason']})  action: {data['action']}")
+            if data["evidence"].get("differs_from_tool"):  # where novel-writer-cli would go elsewhere, and why
+                self.stdout.write(f"  unlike novel-writer-cli: {data['evidence']['differs_from_tool']}")
         return data
 
     def _advance(self, options: dict[str, Any]) -> dict[str, Any]:
