@@ -2,6 +2,9 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTEST_ARGS ?=
+# The suite runs on every core (pytest-xdist), a test file per process at a time so that a module's
+# shared fixtures are built once; `make test PYTEST_WORKERS=0` runs it in one process.
+PYTEST_WORKERS ?= auto
 
 # Django 6 needs Python >= 3.12. Take the first interpreter that is new enough, including pyenv
 # installs whose shims are not on the global version.
@@ -36,7 +39,7 @@ demo: migrate
 # The whole suite. Exit code 5 means pytest collected no test: fine for a narrowed local run,
 # a failure on CI, where it would mean the suite silently vanished.
 test: venv
-	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; if [ -n "$$CI" ]; then exit 1; else exit 0; fi; fi; \
 	exit $$rc
 
