@@ -182,7 +182,7 @@ def test_a_reviewer_reads_a_paused_chapter_and_decides(page, live_server, make_u
     try:
         web_log_in(page, live_server.url, "reviewer")
         page.goto(f"{live_server.url}/p/{demo.slug}/")
-        expect(page.locator("#next-step")).to_have_text("第 2 章 · 评审")
+        expect(page.locator("#next-step")).to_have_text("第 2 章 · 复核")  # paused for a person: the tool's review step
         page.click("#answer-question")  # a reviewer may answer: the dashboard links to the question
         section = page.locator(f"#q{question.pk}")
         expect(section.locator("#staged-chapter p").first).to_be_visible()
