@@ -108,20 +108,33 @@ def summarize(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
 
 EVENT_TURNS = ["却发现事情比预想的复杂", "付出了不小的代价", "与同伴起了分歧", "得到一条意外的线索",
                "暂时稳住了局面", "被迫改变了计划"]
+EVENT_CLUES = ["一封没有署名的旧信", "半张残破的地图", "一枚刻着暗纹的铜钱", "客栈掌柜含糊的证词", "雪地里一行陌生的脚印",
+               "石壁上新刻的记号"]
+EVENT_ENDINGS = ["有人在暗处盯上了他们", "约定的接应没有出现", "一个旧识的名字被重新提起", "下一站的路被大雪封住",
+                 "身边的人似乎隐瞒了什么"]
+SUMMARY_EVENT_CHARS = 260  # facts §10.10: a summary is at most 300 characters; its events about this
 
 
 def _key_events(slice_: dict[str, Any], names: list[str], place: str, rng: random.Random) -> list[str]:
     """The chapter's key events as a summarizer writes them, about as long as a real summary (facts
     §10.10: up to 300 characters): where the lead went, what each objective of the contract came
-    to, who else was there and how the chapter left things."""
+    to, who else was there, what was found and how the chapter left things."""
     lead = names[0]
     events = [f"- {lead}抵达{place}，局势起了变化。"]
     for objective in [o for o in slice_.get("objectives") or [] if o][:3]:
         events.append(f"- {lead}为「{objective[:40]}」奔走，{rng.choice(EVENT_TURNS)}。")
     for other in names[1:3]:
         events.append(f"- {other}在{place}与{lead}碰面，{rng.choice(MOODS)}之下{rng.choice(EVENT_TURNS)}。")
+    events.append(f"- {lead}在{place}发现{rng.choice(EVENT_CLUES)}，决定暂时瞒下不说。")
     events.append(f"- {slice_.get('title') or '本章'}的冲突告一段落，{lead}{rng.choice(MOODS)}地望向下一步。")
-    return events
+    events.append(f"- 章末：{rng.choice(EVENT_ENDINGS)}。")
+    kept, size = [], 0
+    for event in events:  # the first and the last lines stay; the middle ones while they fit
+        if kept and event is not events[-1] and size + len(event) + len(events[-1]) > SUMMARY_EVENT_CHARS:
+            continue
+        kept.append(event)
+        size += len(event)
+    return kept
 
 
 FACT_KINDS = ("promise", "debt", "injury", "secret", "departure", "identity", "death")
