@@ -163,7 +163,7 @@ class GateQuestion(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="gate_questions")
     run = models.ForeignKey(PipelineRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="questions")
-    step = models.CharField(max_length=60, help_text="Step id, e.g. chapter:048:judge or volume:validate.")
+    step = models.CharField(max_length=60, help_text="Step id, e.g. chapter:048:review or volume:validate.")
     topic = models.CharField(max_length=200)
     spec = SchemaJSONField(schema_name="QUESTION_SPEC", editor="raw")
     answer_path = models.CharField(max_length=300)
