@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from django.db.models import Max
 
+from pipeline.jacquard.tokens import estimate_tokens
 from projects.models import ArchivedSummary, ChapterSummary, Project
 
 ARCHIVE_TRIGGER = 10  # seed 002: latest − last archived ≥ 10
@@ -33,11 +34,12 @@ VOLUME_SUMMARIES_KEPT = 2  # older volume summaries fold into the synopsis
 LEVEL_BASE_CHARS = 400  # an archive of ARCHIVE_SIZE chapters (seed 002's length)
 LEVEL_MAX_CHARS = 2000  # the longest level, however many chapters it stands for
 # The writer's memory (the summaries since the last archive and the levels above them) fills one
-# fixed room, so chapter 1000's prompt costs what chapter 30's does (#17 §4): about 5.5K estimator
-# tokens (a CJK character is about one token) of the per-chapter part's 8K, the rest of which the
-# contract, outline, cast, facts, foreshadowing and the previous chapter's ending use.
-WRITER_MEMORY_CHARS = 5500
-MEMORY_MAX_CHARS = 3500  # of which the levels take at most this
+# fixed room, so chapter 1000's prompt costs what chapter 30's does (#17 §4): 5K estimator tokens
+# of the per-chapter part's 8K, the rest of which the contract, outline, cast, facts, foreshadowing
+# and the previous chapter's ending use. Tokens, not characters: a summary's headings and ids cost
+# less per character than a consolidation's dense prose, and the prompt's cost is in tokens.
+WRITER_MEMORY_TOKENS = 5000
+MEMORY_MAX_CHARS = 3500  # of which the levels take at most this (dense CJK prose: about as many tokens)
 DETAIL_CHAPTERS_MAX = 30  # how far back a young book's room is filled with chapter summaries
 _BREAK = re.compile(r"[。！？；!?;\n]")
 
@@ -90,26 +92,27 @@ def levels_for_writer(levels: list[tuple[str, int, int, str]], room: int = MEMOR
 
 def memory_for_writer(levels: list[tuple[str, int, int, str]], recent: list[tuple[int, str]],
                       earlier: list[tuple[int, str]]) -> tuple[list[tuple[int, str]], list[LevelSlot]]:
-    """The writer's memory within ``WRITER_MEMORY_CHARS``: ``recent`` (the summaries since the last
+    """The writer's memory within ``WRITER_MEMORY_TOKENS``: ``recent`` (the summaries since the last
     archive) whole, the ``levels`` (oldest first) in what room is left, and, while the room is not
     full, the summaries of the archived chapters before them (``earlier``, newest first): a young
     book gets its chapters' own summaries where an old one gets their consolidations, so the two
     prompts are about the same size. An archive whose chapters all came back as summaries is
     dropped; volume summaries and the synopsis are never replaced. Returns the chapter summaries
     (oldest first) and the level slots."""
-    shown = sum(len(text) for _number, text in recent)
-    slots = levels_for_writer(levels, room=WRITER_MEMORY_CHARS - shown)
-    used = shown + sum(len(slot.text) for slot in slots)
+    shown = sum(estimate_tokens(text) for _number, text in recent)
+    slots = levels_for_writer(levels, room=WRITER_MEMORY_TOKENS - shown)
+    used = shown + sum(estimate_tokens(slot.text) for slot in slots)
     detail: list[tuple[int, str]] = []
     for number, text in earlier:
         covering = next((slot for slot in slots if slot.chapter_start <= number <= slot.chapter_end), None)
         if covering is not None and covering.level != "archive":
             break
-        saving = len(covering.text) if covering is not None and covering.chapter_start == number else 0
-        if used + len(text) - saving > WRITER_MEMORY_CHARS:
+        cost = estimate_tokens(text)
+        saving = estimate_tokens(covering.text) if covering is not None and covering.chapter_start == number else 0
+        if used + cost - saving > WRITER_MEMORY_TOKENS:
             break
         detail.append((number, text))
-        used += len(text) - saving
+        used += cost - saving
         if saving:
             slots = [slot for slot in slots if slot is not covering]
     return sorted(detail + list(recent)), slots

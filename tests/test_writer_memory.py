@@ -298,7 +298,8 @@ def test_a_young_books_memory_room_is_filled_with_its_chapters_own_summaries():
     """#17 §4: the summaries of archived chapters come back, newest first, while the room has space,
     so chapter 30's prompt is about as big as chapter 1000's; an archive whose chapters all came back
     goes, and the total stays within the room."""
-    from pipeline.memory import WRITER_MEMORY_CHARS, memory_for_writer
+    from pipeline.jacquard.tokens import estimate_tokens
+    from pipeline.memory import WRITER_MEMORY_TOKENS, memory_for_writer
 
     summary = "林枫在雪原上追查预言，与苏晚起了争执，最后决定南下。" * 9  # ~250 characters, a real summary's size
     recent = [(n, summary) for n in range(21, 30)]
@@ -308,8 +309,8 @@ def test_a_young_books_memory_room_is_filled_with_its_chapters_own_summaries():
     numbers = [n for n, _text in shown]
     assert numbers == sorted(numbers) and numbers[-9:] == list(range(21, 30))
     assert 16 in numbers and ("archive", 16, 20) not in {(s.level, s.chapter_start, s.chapter_end) for s in slots}
-    total = sum(len(t) for _n, t in shown) + sum(len(s.text) for s in slots)
-    assert WRITER_MEMORY_CHARS - len(summary) < total <= WRITER_MEMORY_CHARS
+    total = sum(estimate_tokens(t) for _n, t in shown) + sum(estimate_tokens(s.text) for s in slots)
+    assert WRITER_MEMORY_TOKENS - estimate_tokens(summary) < total <= WRITER_MEMORY_TOKENS
     assert slots[0].chapter_start == 1  # the oldest archive is still there
 
 
