@@ -44,6 +44,7 @@ test: venv
 	exit $$rc
 
 check: venv
+	@$(PY) -m ruff check .
 	@$(PY) manage.py check
 	@$(PY) manage.py makemigrations --check --dry-run
 

@@ -791,7 +791,7 @@ def report_part2(result: dict[str, Any], rows: list[tuple]) -> None:
     print(f"  T1 = the same batch ({result['projects']} other projects with the same books) on 1 process = {serial['wall']:.2f} s; "
           f"{serial['calls']} LLM calls, {serial['llm']:.2f} s of LLM time (against {parallel['llm']:.2f} s)")
     print_cpu(serial_result, len(serial_result["chapters"]), wall=serial["wall"])
-    print(f"  LLM share = the part of the processes' time spent inside LLM calls = LLM time / (processes × wall):")
+    print("  LLM share = the part of the processes' time spent inside LLM calls = LLM time / (processes × wall):")
     print(f"    {workers} processes: {parallel['llm']:.2f} / ({workers} × {parallel['wall']:.2f}) "
           f"= {parallel['share'] * 100:.1f} %;  1 process: {serial['llm']:.2f} / {serial['wall']:.2f} "
           f"= {serial['share'] * 100:.1f} %")

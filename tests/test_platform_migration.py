@@ -21,8 +21,8 @@ def test_old_values_and_kept_platform_files_are_carried_over():
     old = executor.loader.project_state(BEFORE).apps
     Project, ExtraFile = old.get_model("projects", "Project"), old.get_model("projects", "ExtraFile")
     try:
-        tomato = Project.objects.create(slug="t", title="t", target_platform="tomato")
-        promo = Project.objects.create(slug="x", title="x", target_platform="xiaohongshu")
+        Project.objects.create(slug="t", title="t", target_platform="tomato")
+        Project.objects.create(slug="x", title="x", target_platform="xiaohongshu")
         imported = Project.objects.create(slug="i", title="i", target_platform="")
         profile = {**default_platform_profile("jinjiang"), "created_at": "2026-01-02T00:00:00Z"}
         ExtraFile.objects.create(project=imported, path="platform-profile.json", content=json.dumps(profile))

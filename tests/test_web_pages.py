@@ -8,7 +8,6 @@ from django.urls import reverse
 
 from pipeline.models import GateQuestion, GateStatus, PipelineRun
 from projects.models import Chapter, OrchestratorState, Project
-from projects.services.projects import membership_set_role
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,7 +19,6 @@ from projects.checkpoint import checkpoint_moment, legacy_state
 from projects.evaluations import chapter_log_columns, evaluation_columns
 from projects.filetree import paths
 from projects.filetree.changelogs import IMPORT_REASON
-from projects.filetree import paths
 from projects.filetree.errors import TreeError
 from projects.filetree.fidelity import is_kept_as_imported
 from projects.filetree.platform_files import PLATFORM_WRITING_GUIDE

@@ -37,7 +37,6 @@ from projects.services.invitations import (
 )
 from projects.services.projects import (
     membership_remove,
-    membership_set_role,
     project_create,
     project_quota_check,
     project_settings_update,

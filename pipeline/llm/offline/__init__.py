@@ -99,7 +99,7 @@ def malformed(stage: str, rng: random.Random) -> str:
     """Output that breaks the protocol the way real models do: a missing tag, cut-off JSON."""
     return rng.choice([
         "<thought>我先想一想这一章该怎么写。</thought>\n抱歉，我无法按要求的格式输出。",
-        f'<evaluation>{{"chapter": 1, "scores": {{"plot_logic": {{"score": 4,\n</evaluation>',
+        '<evaluation>{"chapter": 1, "scores": {"plot_logic": {"score": 4,\n</evaluation>',
         '<state_update>[["SET", "characters.lin-feng.location" "雪原"]]</state_update>',
         f"<{stage.split(':')[-1]}>未闭合的输出……",
     ])
