@@ -117,10 +117,6 @@ def plan_files(volume: int, chapters: range, *, staged: bool) -> list[str]:
         f"{base}/chapter-contracts/{chapter_id(number)}.json" for number in chapters]
 
 
-def volume_for_chapter(chapter: int) -> int:
-    return -(-chapter // CHAPTERS_PER_VOLUME)  # facts §1: ceil(ch / 30)
-
-
 class PlanRangeError(NovelsiteError):
     """The checkpoint leaves no chapter to plan in the current volume."""
 

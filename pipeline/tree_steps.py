@@ -32,11 +32,11 @@ from pipeline.plan_validation import HEADING, VolumePlan, validate_volume_plan
 from pipeline.platform_gate import hook_field_problems
 from pipeline.step_files import (
     QUICKSTART, SEED_RANGE, VOL_REVIEW, PlanRangeError, chapter_staging, plan_dir, plan_range, refuse_unsupported,
-    staged_memory_path, step_of, volume_for_chapter,
+    staged_memory_path, step_of,
 )
 from pipeline.tree_reader import CHECKPOINT, UNREADABLE, TreeReader
 from projects.errors import NovelsiteError
-from projects.ids import chapter_id
+from projects.ids import chapter_id, volume_for_chapter
 
 ORCHESTRATOR_STATES = ("INIT", "QUICK_START", "VOL_PLANNING", "WRITING", "CHAPTER_REWRITE", "VOL_REVIEW",
                        "ERROR_RETRY")

@@ -24,6 +24,11 @@ file_stem_validator = RegexValidator(
 )
 
 
+def volume_for_chapter(chapter: int) -> int:
+    """The volume a chapter belongs to by number alone: ceil(chapter / 30) (facts §1)."""
+    return -(-chapter // CHAPTERS_PER_VOLUME)
+
+
 def chapter_id(number: int) -> str:
     """``chapter-{C:03d}``: 3 digits, more when the book passes 999 chapters."""
     return f"chapter-{number:03d}"

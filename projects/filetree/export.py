@@ -23,6 +23,7 @@ from projects.filetree.changelogs import CHARACTER_MODELS, WORLD_MODELS, changel
 from projects.filetree.fidelity import faithful_files
 from projects.filetree.hooks import extension_files, staging_files
 from projects.filetree.platform_files import exported_profile, platform_files, profile_travels_in_novelsite_file
+from projects.ids import volume_for_chapter
 from projects.models import Chapter, Project
 from projects.services.facts import story_fact_as_json
 
@@ -90,7 +91,7 @@ def _chapter_overrides(project: Project) -> tuple[dict[str, str | None], dict[st
         contract_volume, contract_line = contracts.get(number, (None, None))
         if (by_summary.get(number) or contract_line) != slug:
             storylines[str(number)] = slug
-        if (contract_volume or -(-number // paths.CHAPTERS_PER_VOLUME)) != volume:
+        if (contract_volume or volume_for_chapter(number)) != volume:
             volumes[str(number)] = volume
     return storylines, volumes
 

@@ -21,7 +21,7 @@ from projects.filetree.chapter_heading import heading_title
 from projects.filetree.canonical import decode_exact, load_json, load_json_lines, load_text
 from projects.filetree.errors import TreeError
 from projects.filetree.source import TreeSource
-from projects.ids import is_slug
+from projects.ids import is_slug, volume_for_chapter
 from projects.json_validation import json_issues
 from projects.models.project import BRIEF_MAX_CHARS
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
@@ -503,4 +503,4 @@ def chapter_volume(tree: ParsedTree, number: int) -> int:
     if str(number) in overrides:
         return overrides[str(number)]
     contract = tree.contracts.get(number)
-    return contract[0] if contract else -(-number // paths.CHAPTERS_PER_VOLUME)
+    return contract[0] if contract else volume_for_chapter(number)
