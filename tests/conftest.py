@@ -193,3 +193,13 @@ def web_log_in(page, base_url: str, username: str) -> None:
     page.fill("input[name=username]", username)
     page.fill("input[name=password]", f"pw-{username}")
     page.click("button[type=submit].primary")
+
+
+@pytest.fixture
+def eager_offline(settings):
+    """The pipeline in this process (eager Celery, the laptop default) with the offline model behaving,
+    also where REDIS_URL is set as on CI (the real-worker tests are test_pipeline_worker.py's). A
+    module asks for it with ``pytest.mark.usefixtures("eager_offline")``; a test may still set
+    ``settings.NOVELSITE_OFFLINE`` to make the model misbehave."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.NOVELSITE_OFFLINE = {}

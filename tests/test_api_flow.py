@@ -9,13 +9,9 @@ from rest_framework.test import APIClient
 
 from tests.api_fixtures import _fresh_throttle_cache  # noqa: F401
 
+pytestmark = pytest.mark.usefixtures("eager_offline")
+
 BRIEF = "北境少年林枫在雪原上救下一位神秘老人，卷入星火宗覆灭的旧案，一路南下追查预言的真相。"
-
-
-@pytest.fixture(autouse=True)
-def _eager(settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.NOVELSITE_OFFLINE = {}
 
 
 def _client(user) -> APIClient:

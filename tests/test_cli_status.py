@@ -13,12 +13,7 @@ from pipeline.runs import chapter_run_start, run_retry
 from projects.models import OrchestratorState, Project
 from projects.sample_project import sample_project_create
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _eager_pipeline(settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True  # drive the pipeline in-process, also where REDIS_URL is set
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_offline")]
 
 
 def _status(*args: str) -> str:

@@ -18,12 +18,7 @@ from tests.test_pipeline import (  # noqa: F401  (wakeups is a fixture)
     LLM_STAGES, NO_ROWS, content, project_with_contracts, stages_of, story_rows, wakeups,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _eager_pipeline(settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_offline")]
 
 
 @pytest.fixture

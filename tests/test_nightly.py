@@ -41,15 +41,10 @@ from projects.models import (
 from tests.test_pipeline import NO_ROWS, Wakeups, project_with_contracts, story_rows
 from tests.test_runtime import _controlled_env, _probe, _run
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_offline")]
 
 NIGHT = date(2026, 3, 1)
 LLM_CALLS_PER_CHAPTER = 4  # draft, summarize, refine, judge (normal scores pass at once)
-
-
-@pytest.fixture(autouse=True)
-def _eager_pipeline(settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
 
 
 def autopilot(chapters_planned: int, *, slug: str = "demo", per_night: int = 3, cap: str = "5.00") -> Project:

@@ -35,15 +35,9 @@ from projects.models import (
 )
 from projects.services.projects import membership_set_role, project_create
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_offline")]
 
 BRIEF = "北境少年林枫在雪原上救下一位神秘老人，卷入星火宗覆灭的旧案，一路南下追查预言的真相。"
-
-
-@pytest.fixture(autouse=True)
-def _eager(settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.NOVELSITE_OFFLINE = {}
 
 
 @pytest.fixture

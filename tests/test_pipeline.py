@@ -58,13 +58,7 @@ from projects.services.story_state import story_state_apply_patch
 from projects.state_ops import replay
 
 
-@pytest.fixture(autouse=True)
-def _eager_pipeline(settings):
-    """These tests drive the pipeline in-process (eager, the laptop default) even where REDIS_URL
-    is set, as on CI; the real-worker tests are in test_pipeline_worker.py."""
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_offline")]
 
 LLM_STAGES = ["draft", "summarize", "refine", "judge"]
 CHAPTERS_PER_VOLUME = 30

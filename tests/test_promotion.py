@@ -24,13 +24,7 @@ from projects.filetree.importer import tree_import
 from projects.filetree.source import read_tree
 from projects.models import ChapterSummary, OrchestratorState, Project
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _eager(settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.NOVELSITE_OFFLINE = {}
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_offline")]
 
 
 @pytest.fixture

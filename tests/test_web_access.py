@@ -12,7 +12,7 @@ from projects.permissions import Action, role_allows
 from projects.services.projects import membership_set_role, project_create
 from tests.factories import ChapterFactory, CharacterFactory, VolumeFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("eager_offline")]
 
 ROLES = ["owner", "editor", "reviewer", "viewer", "outsider", "anonymous"]
 SPEC = {"version": 1, "topic": "t", "questions": [{"id": "q", "header": "h", "question": "?", "kind": "free_text",
@@ -76,12 +76,6 @@ PAGES = [
     ("get", "schedule-edit", [1], Action.EDIT, 200),
     ("post", "schedule-edit", [1], Action.EDIT, 200),  # empty form: shown again with errors
 ]
-
-
-@pytest.fixture(autouse=True)
-def _eager(settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True  # an allowed "advance" may start a run
-    settings.NOVELSITE_OFFLINE = {}
 
 
 @pytest.fixture
