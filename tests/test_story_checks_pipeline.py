@@ -12,9 +12,9 @@ from pipeline.models import PipelineRun
 from pipeline.runs import chapter_run_start
 from projects.models import Chapter, Character
 from projects.sample_project import sample_project_create
-from tests.test_pipeline import _eager_pipeline, backend_calls, content, wakeups  # noqa: F401 (fixtures)
+from tests.test_pipeline import backend_calls, content, wakeups  # noqa: F401 (fixtures)
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_offline")]
 
 ACTS = "夜深了，老先生推门走了进来，沉声道：“跟我走。”林枫愣住了，握紧了拳头。"
 REMEMBERS = "林枫想起老先生当年的教诲，握紧了拳头。“老先生若在，定会笑我。”他低声说。"
