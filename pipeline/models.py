@@ -34,6 +34,18 @@ class RunStatus(models.TextChoices):
     CANCELLED = "cancelled"
 
 
+class StageRunStatus(models.TextChoices):
+    """One attempt at one stage (``StageRun``)."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ABANDONED = "abandoned"  # its worker was lost and the stage was claimed again
+
+
+# an attempt that ended: the next execution of the stage is a new attempt
+FINISHED_STAGE_RUN_STATUSES = (StageRunStatus.SUCCEEDED, StageRunStatus.FAILED)
+
 ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING, RunStatus.ERROR)
 # Runs beside the book: they never move its checkpoint, and a failure does not stop it.
 SIDE_RUN_KINDS = (RunKind.PROMOTION, RunKind.STYLE)
@@ -91,11 +103,7 @@ class StageRun(models.Model):
     run = models.ForeignKey(PipelineRun, on_delete=models.CASCADE, related_name="stage_runs")
     stage = models.CharField(max_length=32)
     attempt = models.PositiveSmallIntegerField(default=1)
-    status = models.CharField(
-        max_length=10, choices=[("running", "running"), ("succeeded", "succeeded"), ("failed", "failed"),
-                                ("abandoned", "abandoned")],
-        default="running",
-    )
+    status = models.CharField(max_length=10, choices=StageRunStatus, default=StageRunStatus.RUNNING)
     backend = models.CharField(max_length=20, blank=True)
     model = models.CharField(max_length=100, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)

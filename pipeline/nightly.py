@@ -23,7 +23,7 @@ from pipeline.batch_end import StopReason, batch_end, batch_finish, stop_reason_
 from pipeline.blackboard import Blackboard
 from pipeline.errors import LeaseLost, PipelineBusy, PipelineNotReady
 from pipeline.lock_objects import run_lock
-from pipeline.models import BatchRun, BatchStatus, PipelineRun, RunKind, RunStatus, StageRun
+from pipeline.models import BatchRun, BatchStatus, PipelineRun, RunKind, RunStatus, StageRun, StageRunStatus
 from pipeline.queueing import enqueue_stage
 from pipeline.runs import _chapter_run_create
 from pipeline.stage_claims import Claim, _holding
@@ -117,7 +117,7 @@ def run_budget_stop(*, claim: Claim, error: BudgetExhausted) -> bool:
                                                           "at": now.isoformat(timespec="seconds")})
     run.blackboard, run.status, run.lease_owner, run.lease_expires_at = board.to_dict(), RunStatus.WAITING, "", None
     run.save()
-    StageRun.objects.filter(pk=claim.stage_run_id).update(status="failed", finished_at=now,
+    StageRun.objects.filter(pk=claim.stage_run_id).update(status=StageRunStatus.FAILED, finished_at=now,
                                                           error=f"BudgetExhausted: {error.message}"[:2000])
     batch_end(run, reason=StopReason.COST_CAP, detail=f"chapter {run.chapter} waits at {run.stage}: {error.message}")
     return True

@@ -28,6 +28,7 @@ from pipeline.models import (
     RunKind,
     RunStatus,
     StageRun,
+    StageRunStatus,
 )
 from pipeline.queueing import enqueue_stage
 from pipeline.stage_claims import lease_seconds
@@ -109,8 +110,8 @@ def run_mark_error(*, run_id: int, error: str, stage: str | None = None) -> None
     run.save()
     # An attempt the database interrupted was left open for its retry (stage_fail's keep_attempt);
     # there is none now: it failed, and a person's retry starts a new one.
-    StageRun.objects.filter(run=run, status="running").update(
-        status="failed", finished_at=timezone.now(),
+    StageRun.objects.filter(run=run, status=StageRunStatus.RUNNING).update(
+        status=StageRunStatus.FAILED, finished_at=timezone.now(),
         error=Case(When(error="", then=Value(run.error)), default=F("error"), output_field=TextField()))
     if run.kind in SIDE_RUN_KINDS:  # a post or a style analysis runs beside the book: its failure does not stop it
         return

@@ -22,6 +22,7 @@ from pipeline.models import (
     RunKind,
     RunStatus,
     StageRun,
+    StageRunStatus,
     StateTransition,
 )
 from projects.models import Evaluation, OrchestratorState, Project
@@ -277,7 +278,7 @@ def run_progress(*, project: Project) -> dict[str, Any]:
     stages = [{"stage": s, "status": status.get(s, "pending")} for s in CHAPTER_STAGES] \
         if run.kind in (RunKind.CHAPTER, RunKind.REWRITE) else \
         [{"stage": s, "status": st} for s, st in stage_rows]
-    done = sum(1 for s in stages if s["status"] == "succeeded")
+    done = sum(1 for s in stages if s["status"] == StageRunStatus.SUCCEEDED)
     return {"active": True, "run_id": run.pk, "kind": run.kind, "status": run.status, "stage": run.stage,
             "chapter": run.chapter, "stages": stages, "percent": round(100 * done / max(1, len(stages))),
             "stream": streamed, "updated": timezone.now().isoformat(timespec="seconds")}

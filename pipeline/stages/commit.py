@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from pipeline.blackboard import Blackboard
 from pipeline.chapter_lint import commit_blocked_by_lint
-from pipeline.models import RunKind, StageRun, StateTransition
+from pipeline.models import RunKind, StageRun, StageRunStatus, StateTransition
 from pipeline.stage_claims import Claim, StageOutcome, apply_outcome, claim_locked
 from pipeline.stages.maintain import batch_continue, maintenance_due
 from projects.models import OrchestratorState, PipelineStage
@@ -18,7 +18,7 @@ from projects.state_ops import StalePatch
 
 def _log(run, board: Blackboard, gate: dict) -> dict:
     stages = []
-    succeeded = (StageRun.objects.filter(run=run, status="succeeded").exclude(stage__in=("commit", "maintain"))
+    succeeded = (StageRun.objects.filter(run=run, status=StageRunStatus.SUCCEEDED).exclude(stage__in=("commit", "maintain"))
                  .order_by("started_at", "pk").values_list("stage", "model", "duration_ms", "input_tokens",
                                                             "output_tokens", "cache_creation_tokens",
                                                             "cache_read_tokens", "cost_usd", "currency", "cost_known"))
