@@ -417,7 +417,7 @@ def wait_for_runs(project_ids: list[int], expected: int, *, timeout: float, work
 
 def part1_overhead(args: argparse.Namespace, env: dict[str, str], queue: str, workdir: Path,
                    workers: list[Worker]) -> dict[str, Any]:
-    from pipeline.runs import chapter_run_start
+    from pipeline.runtime.runs import chapter_run_start
 
     chapters = args.overhead_chapters
     project = build_book("bench-overhead", chapters + 1)
@@ -464,7 +464,7 @@ def timed_batch(args: argparse.Namespace, env: dict[str, str], queue: str, workd
     is the bench's clock before the first start → the last run's ``finished_at``."""
     from django.utils import timezone
 
-    from pipeline.runs import chapter_run_start
+    from pipeline.runtime.runs import chapter_run_start
 
     projects = [build_book(f"bench-{name}-{i:02d}", args.project_chapters) for i in range(args.projects)]
     warm = [build_book(f"bench-{name}-warmup-{i:02d}", 1) for i in range(concurrency)]
@@ -513,7 +513,7 @@ def part3_book(chapters: int) -> dict[str, Any]:
 
     from pipeline import progress
     from pipeline.models import LLMCall, PipelineRun, RunKind, StageRun
-    from pipeline.runs import chapter_run_start
+    from pipeline.runtime.runs import chapter_run_start
     from projects.models import ArchivedSummary, Chapter, Project
 
     assert settings.CELERY_TASK_ALWAYS_EAGER, "part 3 runs eager (REDIS_URL empty)"

@@ -49,7 +49,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files from the app itself, also with DEBUG off
     "novelsite.edge_guards.NulRefusedMiddleware",  # NUL in the path or query: 400 before any lookup
     # Eager Celery: the pipeline work a request queues starts once everything below has answered.
-    "pipeline.background_runs.RunsInBackgroundMiddleware",
+    "pipeline.runtime.background.RunsInBackgroundMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -243,7 +243,7 @@ CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 # Eager mode only: a web request that starts LLM work answers at once and the run's stages go on in
-# a background thread of the web process (pipeline/background_runs.py); the page follows them. Off,
+# a background thread of the web process (pipeline/runtime/background.py); the page follows them. Off,
 # the stages run inside the request (the tests that drive the pipeline through the web client).
 # The CLI always waits for its runs.
 NOVELSITE_EAGER_IN_BACKGROUND = env.bool("NOVELSITE_EAGER_IN_BACKGROUND", default=True)

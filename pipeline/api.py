@@ -24,7 +24,7 @@ from pipeline.models import (
 )
 from pipeline.orchestrator import advance, next_step
 from pipeline.rewrite import MAX_NOTES, chapter_rewrite_start
-from pipeline.runs import chapter_run_start, run_cancel, run_retry
+from pipeline.runtime.runs import chapter_run_start, run_cancel, run_retry
 from pipeline.spending import llm_work_admit
 from projects.api.pagination import cursor_by, paginated
 from projects.api.strict import StrictInput

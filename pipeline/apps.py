@@ -32,4 +32,4 @@ class PipelineConfig(AppConfig):
         register_pipeline_labels()
         # the NOVEL_ASK answer handlers of each step kind register themselves on import
         import pipeline.chapter_gate  # noqa: F401
-        import pipeline.stage_runner  # noqa: F401  (quick start, planning and review steps)
+        import pipeline.runtime.runner  # noqa: F401  (quick start, planning and review steps)

@@ -16,8 +16,8 @@ from typing import Any
 from pipeline.blackboard import Blackboard
 from pipeline.errors import PipelineBusy
 from pipeline.models import ACTIVE_RUN_STATUSES, SIDE_RUN_KINDS, PipelineRun, RunStatus
-from pipeline.queueing import enqueue_stage
-from pipeline.stage_claims import Claim, StageOutcome, _holding, apply_outcome
+from pipeline.runtime.queueing import enqueue_stage
+from pipeline.runtime.claims import Claim, StageOutcome, _holding, apply_outcome
 from projects.models import Project
 
 
@@ -59,7 +59,7 @@ def run_resume_at(run: PipelineRun, stage: str, board: Blackboard | None = None)
 def finish_locked(claim: Claim, outcome: StageOutcome, write: Callable[[Project, PipelineRun], None]) -> None:
     """The body of a step's ``finish``: inside the caller's durable transaction, re-lock (project
     then run), check the lease, ``write`` the story data, then advance the run."""
-    from pipeline.lock_objects import run_lock
+    from pipeline.runtime.locks import run_lock
     from projects.lock_objects import project_lock
 
     project = project_lock(claim.project_id)

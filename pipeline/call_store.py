@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError
 
-from pipeline.db_connection import connection_drop_if_broken
+from pipeline.runtime.db_connection import connection_drop_if_broken
 from pipeline.llm.cache_policy import plan_cache
 from pipeline.llm.types import LLMRequest, LLMResult, Usage
 from pipeline.models import LLMCall

@@ -16,7 +16,7 @@ from pipeline.ask import format_step_id
 from pipeline.blackboard import Blackboard
 from pipeline.gates import answer_path_for, gate_answer_submit, gate_handler
 from pipeline.models import GateAnswer, GateQuestion, GateStatus, RunStatus
-from pipeline.queueing import enqueue_stage
+from pipeline.runtime.queueing import enqueue_stage
 from pipeline.checkpoint import checkpoint_update
 from projects.models import PipelineStage, Project
 

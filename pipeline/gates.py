@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from pipeline.ask import answer_spec, check_answer, parse_step_id
 from pipeline.errors import PipelineNotReady
-from pipeline.lock_objects import run_lock
+from pipeline.runtime.locks import run_lock
 from pipeline.models import GateAnswer, GateQuestion, GateStatus, PipelineRun, RunStatus
 from projects.errors import InvalidData
 from projects.lock_objects import project_lock

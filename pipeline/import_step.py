@@ -26,13 +26,13 @@ from pipeline.book_runs import active_run, book_run_create, run_resume_at, stage
 from pipeline.errors import PipelineNotReady
 from pipeline.gates import gate_answer_submit
 from pipeline.gate import ScoreError, decide, recompute_overall, stated_overall
-from pipeline.lock_objects import run_lock
+from pipeline.runtime.locks import run_lock
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.platform_gate import gate_settings_for, hook_field_problems, platform_review
 from pipeline.plan_validation import validate_volume_plan
 from pipeline.chapter_checks import staged_chapter_checks
 from pipeline.checkpoint import checkpoint_update
-from pipeline.runs import _chapter_run_create
+from pipeline.runtime.runs import _chapter_run_create
 from pipeline.stages.draft import split_chapter
 from pipeline.stages.plan import STEPS as PLAN_STEPS
 from pipeline.stages.plan import plan_data, plan_files, plan_of, plan_range, previous_contract

@@ -18,7 +18,7 @@ VOLUME_TOPIC = re.compile(r"^volume\.(\d{1,3})\.([a-z_]+)$")
 NUMBERED = re.compile(r"^(chapter|vol)-(\d{1,4})$")
 CALL_KEY = re.compile(r"^run\d+:(.+):(\d+):(\d+)$")  # LLMCall.call_key: run:stage:attempt:sequence
 
-CHAPTER_STAGES = {  # a chapter run's stages (pipeline/stage_runner.py) and the facts §1 step stages
+CHAPTER_STAGES = {  # a chapter run's stages (pipeline/runtime/runner.py) and the facts §1 step stages
     "draft": _("draft"),
     "summarize": _("summary"),
     "refine": _("polish"),

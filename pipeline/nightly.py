@@ -22,11 +22,11 @@ from pipeline.batch_budget import BUDGET_NOTE, BudgetExhausted, run_is_budget_wa
 from pipeline.batch_end import StopReason, batch_end, batch_finish, stop_reason_of
 from pipeline.blackboard import Blackboard
 from pipeline.errors import LeaseLost, PipelineBusy, PipelineNotReady
-from pipeline.lock_objects import run_lock
+from pipeline.runtime.locks import run_lock
 from pipeline.models import BatchRun, BatchStatus, PipelineRun, RunKind, RunStatus, StageRun, StageRunStatus
-from pipeline.queueing import enqueue_stage
-from pipeline.runs import _chapter_run_create
-from pipeline.stage_claims import Claim, _holding
+from pipeline.runtime.queueing import enqueue_stage
+from pipeline.runtime.runs import _chapter_run_create
+from pipeline.runtime.claims import Claim, _holding
 from projects.lock_objects import project_lock, project_lock_id
 from projects.models import Project
 

@@ -21,7 +21,7 @@ from pipeline.errors import PipelineNotReady
 from pipeline.models import GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus
 from pipeline.nightly import run_budget_resume
 from pipeline.checkpoint import checkpoint_update
-from pipeline.runs import chapter_run_start, run_retry
+from pipeline.runtime.runs import chapter_run_start, run_retry
 from pipeline.stages.plan import plan_range, volume_plan_start
 from pipeline.stages.quickstart import PHASES, quickstart_start
 from pipeline.stages.review import volume_end, volume_review_start

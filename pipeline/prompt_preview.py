@@ -25,7 +25,7 @@ from pipeline.llm.anthropic_backend import build_prompt
 from pipeline.llm.types import LLMRequest
 from pipeline.models import ACTIVE_RUN_STATUSES, PipelineRun, RunKind
 from pipeline.prompt_templates import prompt_template_source
-from pipeline.stage_claims import Claim
+from pipeline.runtime.claims import Claim
 from pipeline.stages import draft
 from pipeline.stages.base import PromptBlock, skein_of
 from projects.errors import InvalidData

@@ -15,7 +15,7 @@ def prompt_template_errors(name: str, source: str) -> list[str]:
 
 def prompt_template_source(*, project_id: int, name: str, has_overrides: bool | None = None) -> str:
     """A false ``has_overrides`` (the project has none, as read with the claim's lock: see
-    ``pipeline.lock_objects.project_lock_of_run``) skips the lookup; None does not know."""
+    ``pipeline.runtime.locks.project_lock_of_run``) skips the lookup; None does not know."""
     from pipeline.models import PromptTemplate
 
     if has_overrides is not None and not has_overrides:

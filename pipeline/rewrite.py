@@ -16,7 +16,7 @@ from pipeline.book_runs import book_run_create
 from pipeline.errors import PipelineNotReady
 from pipeline.models import PipelineRun, RunKind
 from pipeline.checkpoint import checkpoint_update
-from pipeline.runs import _chapter_run_create
+from pipeline.runtime.runs import _chapter_run_create
 from projects.errors import InvalidData
 from projects.lock_objects import project_lock
 from projects.models import Chapter, OrchestratorState, PipelineStage

@@ -15,7 +15,7 @@ from pipeline.llm.types import LLMTransientError
 
 # What a stage task retries with backoff: a transient LLM error, and a database that went away or
 # gave up on a statement (a restart, a failover, a dropped connection, a deadlock). The stage has
-# recorded the failure and released its lease by then (pipeline.stage_runner), so the retry claims
+# recorded the failure and released its lease by then (pipeline.runtime.runner), so the retry claims
 # at once instead of waiting for the lease to expire.
 STAGE_RETRYABLE_ERRORS = (LLMTransientError, OperationalError, InterfaceError)
 
@@ -40,8 +40,8 @@ def worker_ping_task(token: str) -> None:
 
 
 def _stage_run_failure(self, exc, task_id, args, kwargs, einfo) -> None:
-    from pipeline.db_connection import connection_drop_if_broken
-    from pipeline.stage_runner import stage_run_failed
+    from pipeline.runtime.db_connection import connection_drop_if_broken
+    from pipeline.runtime.runner import stage_run_failed
 
     connection_drop_if_broken()
     stage_run_failed(run_id=kwargs["run_id"], stage=kwargs.get("stage"), error=exc)  # ERROR_RETRY, retryable from the UI
@@ -55,7 +55,7 @@ def stage_run_task(self, *, run_id: int, stage: str) -> None:
     """One stage of one run. Ids only: a redelivered message re-reads the current rows, and a stage
     that already advanced makes this a no-op. The backoff stays under NOVELSITE_MAX_RETRY_COUNTDOWN."""
     # Imported here because the stage runner imports the queueing code that sends this task.
-    from pipeline.stage_runner import stage_run
+    from pipeline.runtime.runner import stage_run
 
     stage_run(run_id=run_id, stage=stage)
 
@@ -70,8 +70,8 @@ def runs_reconcile_task() -> int:
     """Beat, every NOVELSITE_RECONCILE_SECONDS: wake runs whose worker died or whose message was
     lost. A database error (a restart, a connection cut while the worker was idle) is retried on a
     new connection within the minute, so the cycle is not lost."""
-    from pipeline.db_connection import connection_drop_if_broken
-    from pipeline.runs import runs_reconcile
+    from pipeline.runtime.db_connection import connection_drop_if_broken
+    from pipeline.runtime.runs import runs_reconcile
 
     try:
         return len(runs_reconcile())

@@ -13,7 +13,7 @@ from django.conf import settings
 
 from pipeline import progress
 from pipeline.models import PipelineRun, RunStatus
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from projects.models import Project
 
 STAGE_LABELS = {"draft": "起草", "summarize": "摘要", "refine": "润色", "judge": "评审", "commit": "提交",

@@ -1,4 +1,4 @@
-"""Row locks for story data. Lock order, always: Project -> PipelineRun (pipeline/lock_objects.py)
+"""Row locks for story data. Lock order, always: Project -> PipelineRun (pipeline/runtime/locks.py)
 -> StoryState -> other rows by pk. With one order, two writers may wait, but never deadlock.
 
 These are the only places that call ``select_for_update()`` in ``projects``. On SQLite the
@@ -37,7 +37,7 @@ def _project_lock_id_sql(vendor: str) -> str:
 
 def quoted_columns(model: type[models.Model], names: list[str] | None = None, *, alias: str = "") -> str:
     """The columns of ``model``'s fields ``names`` (all concrete fields by default), quoted, for
-    the plain-SQL lock helpers of the hottest paths (``pipeline/lock_objects.py``)."""
+    the plain-SQL lock helpers of the hottest paths (``pipeline/runtime/locks.py``)."""
     fields = model._meta.concrete_fields if names is None else [model._meta.get_field(n) for n in names]
     prefix = f"{alias}." if alias else ""
     return ", ".join(prefix + connection.ops.quote_name(f.column) for f in fields)

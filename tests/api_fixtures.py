@@ -46,7 +46,7 @@ def _fresh_throttle_cache():
 @pytest.fixture
 def no_llm_work(monkeypatch):
     """Runs are created and queued, but no stage task is sent: the API tests test the API."""
-    monkeypatch.setattr("pipeline.queueing._send", lambda run_id, stage: None)
+    monkeypatch.setattr("pipeline.runtime.queueing._send", lambda run_id, stage: None)
 
 
 @pytest.fixture

@@ -123,7 +123,7 @@ def sample_project(db):
 @pytest.fixture
 def sent(monkeypatch) -> list[tuple[int, str]]:
     """The pipeline's wake-ups (run id, stage), recorded instead of sent: the test drives the stages."""
-    from pipeline import queueing
+    from pipeline.runtime import queueing
 
     messages: list[tuple[int, str]] = []
     monkeypatch.setattr(queueing, "_send", lambda run_id, stage: messages.append((run_id, stage)))
@@ -133,9 +133,9 @@ def sent(monkeypatch) -> list[tuple[int, str]]:
 @pytest.fixture(autouse=True)
 def _pipeline_inside_requests(settings):
     """Tests that drive the pipeline through the web client expect it done when the request
-    returns: the background thread of eager mode (pipeline/background_runs.py) is opt-in here
+    returns: the background thread of eager mode (pipeline/runtime/background.py) is opt-in here
     (``background_runs_on``). Anything a test left running is waited for."""
-    from pipeline.background_runs import background_idle_wait
+    from pipeline.runtime.background import background_idle_wait
 
     settings.NOVELSITE_EAGER_IN_BACKGROUND = False
     yield

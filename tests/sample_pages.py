@@ -12,7 +12,7 @@ from pipeline.gates import gate_answer_submit
 from pipeline.models import GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus
 from pipeline.orchestrator import advance
 from pipeline.promotion.run import promotion_start
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from pipeline.stages.voice import style_analysis_start
 from projects.models import Membership, OrchestratorState, Project, Role
 from projects.sample_project import sample_project_create

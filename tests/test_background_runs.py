@@ -1,6 +1,6 @@
 """Nothing long runs inside a request (#16): every action that makes the model work answers at
 once, with a slow model too, and the run goes on without it: in eager mode in the background thread
-of the web process (pipeline/background_runs.py), with workers on the queue.
+of the web process (pipeline/runtime/background.py), with workers on the queue.
 
 Every call of the offline model here takes 1.5 s, so a request that ran even one stage would take
 longer than the 1 s allowed. Once a request has answered, the model is made fast again and the test
@@ -15,7 +15,7 @@ import time
 import pytest
 from django.urls import reverse
 
-from pipeline.background_runs import background_idle_wait
+from pipeline.runtime.background import background_idle_wait
 from pipeline.models import GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus, StageRun
 from projects.models import OrchestratorState, Project
 

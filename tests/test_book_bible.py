@@ -14,7 +14,7 @@ from pipeline.llm.backends import resolve
 from pipeline.llm.cache_policy import min_cacheable_tokens
 from pipeline.models import PromptTemplate
 from pipeline.prompt_preview import stage_prompt_preview
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from projects.models import Character, Project, WorldDoc, WorldRule
 from projects.sample_project import sample_project_create
 
@@ -137,7 +137,7 @@ def test_the_judge_gets_a_rubric_with_the_projects_weights_after_the_bible(proje
 def test_nightly_batches_ask_for_the_hour_long_cache(project, settings):
     from pipeline.blackboard import Blackboard
     from pipeline.context import chapter_context
-    from pipeline.stage_claims import Claim
+    from pipeline.runtime.claims import Claim
     from pipeline.stages import draft
 
     settings.NOVELSITE_BATCH_CACHE_TTL = "1h"

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from pipeline.models import PipelineRun, RunStatus, StateTransition
-from pipeline.runs import chapter_run_start, run_retry
+from pipeline.runtime.runs import chapter_run_start, run_retry
 from projects.models import OrchestratorState, Project
 from projects.sample_project import sample_project_create
 

@@ -12,7 +12,7 @@ from pipeline.chapter_gate import chapter_pause_resolve
 from pipeline.craft.lints import lint_text
 from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import GateQuestion, RunStatus
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from projects.models import Chapter, Evaluation, PipelineStage
 from tests.test_pipeline import (  # noqa: F401  (wakeups is a fixture)
     LLM_STAGES, NO_ROWS, content, project_with_contracts, stages_of, story_rows, wakeups,

@@ -12,7 +12,7 @@ import pytest
 from pipeline.facts_output import MAX_NEW_FACTS, facts_from_output
 from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import PipelineRun
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from projects.models import StoryFact
 from projects.sample_project import sample_project_create
 from projects.services.chapter_rollback import chapter_rollback_latest

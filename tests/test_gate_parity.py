@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.gate import GateSettings, decide, stated_overall
 from pipeline.models import GateQuestion, RunStatus
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from projects.models import OrchestratorState
 from projects.sample_project import sample_project_create
 from projects.schemas import SCORE_DIMENSIONS

@@ -26,7 +26,7 @@ from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.models import BatchRun, BatchStatus, GateQuestion, GateStatus, LLMCall, PipelineRun, RunStatus, StageRun
 from pipeline.morning_summary import batch_morning_summary, batch_summary_email_send
 from pipeline.nightly import nightly_batch_start, nightly_batches_start, run_budget_resume
-from pipeline.runs import chapter_run_start, run_cancel
+from pipeline.runtime.runs import chapter_run_start, run_cancel
 from pipeline.tasks import nightly_batches_task
 from projects.models import (
     ChangeSource,
@@ -152,7 +152,7 @@ def test_one_project_failing_costs_the_others_nothing(monkeypatch, caplog):
 
 @pytest.mark.postgres
 def test_two_beats_at_once_start_one_batch(monkeypatch):
-    from pipeline import queueing
+    from pipeline.runtime import queueing
 
     wakeups = Wakeups(queueing._send)  # record the first stage instead of running the chain
     monkeypatch.setattr(queueing, "_send", wakeups)
@@ -241,7 +241,7 @@ def test_an_error_stops_the_batch(settings):
 
 
 def test_a_cancelled_run_stops_the_batch(monkeypatch):
-    from pipeline import queueing
+    from pipeline.runtime import queueing
 
     monkeypatch.setattr(queueing, "_send", Wakeups(queueing._send))  # the chain waits at its first stage
     project = autopilot(10)

@@ -20,7 +20,7 @@ from decimal import Decimal
 import pytest
 
 from pipeline.models import LLMCall, PipelineRun, RunKind, StageRun
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from pipeline.stages import draft, judge, refine, summarize
 from projects.models import Chapter, Project
 from tests.fake_openai import FakeOpenAI

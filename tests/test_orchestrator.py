@@ -17,7 +17,7 @@ from pipeline.errors import PipelineNotReady
 from pipeline.gates import gate_answer_submit
 from pipeline.models import GateAnswer, GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus, StateTransition
 from pipeline.orchestrator import advance, next_step
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from projects.errors import InvalidData
 from projects.models import (
     Character,

@@ -23,16 +23,17 @@ from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from pipeline import progress, queueing
+from pipeline import progress
+from pipeline.runtime import queueing
 from pipeline.blackboard import Blackboard
 from pipeline.chapter_gate import chapter_pause_resolve
 from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.llm.offline import OfflineBackend
 from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import GateAnswer, GateQuestion, GateStatus, LLMCall, PipelineRun, RunKind, RunStatus, StageRun
-from pipeline.stage_runner import stage_run
-from pipeline.runs import chapter_run_start, run_retry, runs_reconcile
-from pipeline.stage_claims import stage_claim
+from pipeline.runtime.runner import stage_run
+from pipeline.runtime.runs import chapter_run_start, run_retry, runs_reconcile
+from pipeline.runtime.claims import stage_claim
 from pipeline.tasks import stage_run_task
 from projects.errors import InvalidData
 from projects.json_validation import json_issues
@@ -461,7 +462,7 @@ def test_a_state_change_between_summarize_and_commit_sends_the_run_back_to_summa
 
 
 def test_the_story_is_read_once_per_draft_and_the_later_stages_reuse_it(wakeups, monkeypatch):
-    from pipeline import stage_runner
+    from pipeline.runtime import runner as stage_runner
 
     reads = []
     real = stage_runner.chapter_context
@@ -581,7 +582,7 @@ def test_a_stage_that_already_advanced_does_nothing_when_run_again(backend_calls
 
 def completion_raising_once(monkeypatch, error: BaseException) -> None:
     """The next stage's completion raises ``error`` after its LLM calls are stored; later ones work."""
-    from pipeline import stage_runner
+    from pipeline.runtime import runner as stage_runner
 
     real_complete = stage_runner.stage_complete
 
@@ -632,7 +633,7 @@ def test_a_worker_dying_after_its_llm_call_is_resumed_from_the_stored_call(monke
 def test_a_database_error_after_the_llm_call_is_retried_with_the_stored_call(monkeypatch, wakeups, backend_calls):
     from django.db import OperationalError
 
-    from pipeline import stage_runner
+    from pipeline.runtime import runner as stage_runner
 
     project = project_with_contracts(3)
     run = chapter_run_start(project_id=project.pk)
@@ -660,7 +661,7 @@ def test_database_errors_until_the_retries_are_spent_end_the_attempt_and_a_retry
                                                                                                 backend_calls):
     from django.db import OperationalError
 
-    from pipeline import stage_runner
+    from pipeline.runtime import runner as stage_runner
 
     project = project_with_contracts(3)
     run = chapter_run_start(project_id=project.pk)

@@ -34,7 +34,7 @@ from django.utils import timezone
 from pipeline.blackboard import Blackboard
 from pipeline.errors import PipelineBusy
 from pipeline.models import ACTIVE_RUN_STATUSES, LLMCall, PipelineRun, RunKind, RunStatus, StageRun
-from pipeline.runs import chapter_run_start, run_retry, runs_reconcile
+from pipeline.runtime.runs import chapter_run_start, run_retry, runs_reconcile
 from projects.models import (
     Chapter,
     ChapterSummary,

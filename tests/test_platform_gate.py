@@ -20,7 +20,7 @@ from pipeline.platform_gate import (
     hook_field_problems,
     platform_review,
 )
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from projects.filetree.export import tree_files
 from projects.models import Evaluation, Project
 from projects.platforms.limits import scoring_weights

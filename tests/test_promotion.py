@@ -16,7 +16,7 @@ from pipeline.models import PipelineRun, RunKind, RunStatus, SensitiveWordList
 from pipeline.promotion.platforms import LIMITS, PLATFORMS, version_errors
 from pipeline.promotion.run import STEPS, promotion_start, promotion_step_regenerate
 from pipeline.promotion.snapshot import seed_snapshot, seed_snapshot_errors
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from projects.errors import InvalidData
 from projects.filetree.errors import TreeError
 from projects.filetree.export import export_to_path

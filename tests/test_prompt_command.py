@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from pipeline.models import LLMCall, StageRun
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from projects.sample_project import sample_project_create
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the eager chain runs on commit

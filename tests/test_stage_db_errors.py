@@ -16,13 +16,13 @@ import psycopg
 import pytest
 from django.db import OperationalError, connection, transaction
 
-from pipeline import stage_runner
+from pipeline.runtime import runner as stage_runner
 from pipeline.blackboard import Blackboard
 from pipeline.call_store import DbCallStore
-from pipeline.db_connection import connection_drop_if_broken
+from pipeline.runtime.db_connection import connection_drop_if_broken
 from pipeline.llm.types import LLMResult, Usage
 from pipeline.models import LLMCall, PipelineRun, RunStatus, StageRun
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from pipeline.tasks import STAGE_RETRYABLE_ERRORS, stage_run_task
 from projects.sample_project import sample_project_create
 

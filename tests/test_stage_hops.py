@@ -17,11 +17,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from pipeline.errors import LeaseLost
-from pipeline.lock_objects import project_lock_of_run, run_lock
+from pipeline.runtime.locks import project_lock_of_run, run_lock
 from pipeline.models import GateQuestion, PipelineRun, PromptTemplate, RunStatus, StageRun
 from pipeline.prompts import default_source
-from pipeline.runs import chapter_run_start
-from pipeline.stage_claims import StageOutcome, stage_claim, stage_complete
+from pipeline.runtime.runs import chapter_run_start
+from pipeline.runtime.claims import StageOutcome, stage_claim, stage_complete
 from projects.lock_objects import fetch_instances, quoted_columns
 from projects.models import PipelineStage, Project
 from projects.sample_project import sample_project_create
@@ -46,7 +46,7 @@ def test_a_claim_takes_the_lease_and_hands_the_stage_what_it_reads(run):
     assert not claim.project.has_prompt_overrides and not claim.resumed
     stored = PipelineRun.objects.get(pk=run.pk)
     assert (stored.status, stored.lease_owner) == (RunStatus.RUNNING, "worker-a:1")
-    # a short lease, renewed by the worker's heartbeat while the stage works (pipeline/lease_heartbeat.py)
+    # a short lease, renewed by the worker's heartbeat while the stage works (pipeline/runtime/heartbeat.py)
     lease = timedelta(seconds=settings.NOVELSITE_LEASE_SECONDS)
     assert timezone.now() < stored.lease_expires_at <= timezone.now() + lease
     assert list(StageRun.objects.filter(run=run).values_list("stage", "status", "attempt")) == [("draft", "running", 1)]
@@ -127,7 +127,7 @@ def test_a_project_with_an_override_is_seen_by_the_claim_and_its_stage_uses_it(r
         assert project_lock_of_run(run.pk).has_prompt_overrides
 
     settings.CELERY_TASK_ALWAYS_EAGER = True
-    from pipeline.stage_runner import stage_run
+    from pipeline.runtime.runner import stage_run
 
     stage_run(run_id=run.pk, stage="draft")
     receipt = StageRun.objects.get(run=run, stage="draft", status="succeeded").receipt

@@ -23,9 +23,9 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from pipeline.models import LLMCall, PipelineRun, RunStatus, StageRun
-from pipeline.runs import chapter_run_start, runs_reconcile
-from pipeline.stage_claims import stage_claim
-from pipeline.stage_runner import stage_run
+from pipeline.runtime.runs import chapter_run_start, runs_reconcile
+from pipeline.runtime.claims import stage_claim
+from pipeline.runtime.runner import stage_run
 from pipeline.tasks import runs_reconcile_task, stage_run_task
 from projects.models import Chapter, OrchestratorState, Project
 from tests.worker_harness import writable_project

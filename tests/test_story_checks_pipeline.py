@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.blackboard import Blackboard
 from pipeline.models import PipelineRun
-from pipeline.runs import chapter_run_start
+from pipeline.runtime.runs import chapter_run_start
 from projects.models import Chapter, Character
 from projects.sample_project import sample_project_create
 from tests.test_pipeline import backend_calls, content, wakeups  # noqa: F401 (fixtures)

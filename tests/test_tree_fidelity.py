@@ -177,7 +177,7 @@ def test_an_outside_writers_heading_keeps_its_number_out_of_the_title():
 def test_a_committed_chapter_keeps_its_crossref_as_the_tools_commit_does(settings, make_user):
     """facts §7.4: the commit packet lists state/chapter-NNN-crossref.json; Novelsite's own commit
     writes it too, and a rollback of the chapter takes it back (#20 item 6)."""
-    from pipeline.runs import chapter_run_start
+    from pipeline.runtime.runs import chapter_run_start
     from projects.services.chapter_rollback import chapter_rollback_latest
 
     settings.CELERY_TASK_ALWAYS_EAGER = True

@@ -107,7 +107,7 @@ class Worker:
 
 
 def lease_pid(lease_owner: str) -> int:
-    """``host:pid:token`` (pipeline.stage_claims.new_lease_owner) → pid."""
+    """``host:pid:token`` (pipeline.runtime.claims.new_lease_owner) → pid."""
     return int(lease_owner.rsplit(":", 2)[1])
 
 

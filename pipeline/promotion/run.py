@@ -26,8 +26,8 @@ from pipeline.llm.types import LLMBadOutput
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.promotion.platforms import CTA_TYPES, PLATFORMS, STYLES, fit_version
 from pipeline.promotion.sensitive import FilterResult, project_words, sensitive_filter
-from pipeline.queueing import enqueue_stage
-from pipeline.stage_claims import Claim, StageOutcome
+from pipeline.runtime.queueing import enqueue_stage
+from pipeline.runtime.claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, json_output, project_llm_call
 from projects.errors import InvalidData
 from projects.lock_objects import project_lock
@@ -132,7 +132,7 @@ def promotion_step_regenerate(*, run_id: int, step: str, user=None) -> PipelineR
     the blackboard's history."""
     if step not in STEPS:
         raise InvalidData(f"step: one of {', '.join(STEPS)}")
-    from pipeline.lock_objects import run_lock
+    from pipeline.runtime.locks import run_lock
 
     project_id = PipelineRun.objects.filter(pk=run_id, kind=RunKind.PROMOTION).values_list("project_id", flat=True).first()
     if project_id is None:

@@ -15,7 +15,7 @@ from pipeline.jacquard.runner import CallContext, CallSpec, run_call
 from pipeline.jacquard.skein import PromptBlock, Skein
 from pipeline.prompt_templates import prompt_template_source
 from pipeline.llm.types import LLMBadOutput
-from pipeline.stage_claims import Claim
+from pipeline.runtime.claims import Claim
 from projects.json_validation import json_issues
 from projects.models import Project
 

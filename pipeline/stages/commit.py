@@ -9,7 +9,7 @@ from django.utils import timezone
 from pipeline.blackboard import Blackboard
 from pipeline.chapter_lint import commit_blocked_by_lint
 from pipeline.models import RunKind, StageRun, StageRunStatus, StateTransition
-from pipeline.stage_claims import Claim, StageOutcome, apply_outcome, claim_locked
+from pipeline.runtime.claims import Claim, StageOutcome, apply_outcome, claim_locked
 from pipeline.stages.maintain import batch_continue, maintenance_due
 from projects.models import OrchestratorState, PipelineStage
 from projects.services.chapter_commit import StagedChapter, chapter_commit_story_locked

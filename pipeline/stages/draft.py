@@ -4,7 +4,7 @@ from __future__ import annotations
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext
 from pipeline.llm.types import LLMBadOutput
-from pipeline.stage_claims import Claim, StageOutcome
+from pipeline.runtime.claims import Claim, StageOutcome
 from pipeline.platform_gate import HOOK_TYPE_WORDS
 from pipeline.stages.base import PromptBlock, cast_slice, data_block, json_text, llm_call, system_blocks
 from projects.filetree.chapter_heading import heading_title

@@ -18,7 +18,7 @@ from pipeline.gate import ScoreError, decide, recompute_overall
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
 from pipeline.platform_gate import gate_settings_for, hook_field_problems, platform_review
-from pipeline.stage_claims import Claim, StageOutcome
+from pipeline.runtime.claims import Claim, StageOutcome
 from pipeline.style_drift import chapter_metrics as style_metrics
 from pipeline.stages.base import PromptBlock, data_block, json_text, llm_call, system_blocks
 from pipeline.stages.refine import staged_lint

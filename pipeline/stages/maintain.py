@@ -15,10 +15,10 @@ from pipeline.context import ChapterContext
 from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.facts_recall import fact_line
 from pipeline.jacquard.skein import PromptBlock
-from pipeline.lock_objects import run_lock
-from pipeline.runs import _chapter_run_create
+from pipeline.runtime.locks import run_lock
+from pipeline.runtime.runs import _chapter_run_create
 from pipeline.spending import manual_budget_left
-from pipeline.stage_claims import Claim, StageOutcome, _holding, apply_outcome
+from pipeline.runtime.claims import Claim, StageOutcome, _holding, apply_outcome
 from pipeline.stages.base import data_block, llm_call
 from projects.lock_objects import project_lock_id
 from projects.ids import CHAPTERS_PER_VOLUME

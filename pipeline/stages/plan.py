@@ -21,11 +21,11 @@ from pipeline.book_runs import Step, active_run, book_run_create, finish_locked,
 from pipeline.errors import PipelineNotReady
 from pipeline.gates import answer_path_for, gate_handler
 from pipeline.llm.types import LLMBadOutput
-from pipeline.lock_objects import run_lock
+from pipeline.runtime.locks import run_lock
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.plan_validation import VolumePlan, validate_volume_plan
 from pipeline.checkpoint import checkpoint_update
-from pipeline.stage_claims import Claim, StageOutcome
+from pipeline.runtime.claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, data_block, json_output, json_text, project_llm_call
 from projects.errors import InvalidData
 from projects.ids import CHAPTERS_PER_VOLUME

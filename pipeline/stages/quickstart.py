@@ -21,7 +21,7 @@ from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunKind, RunStatus
 from pipeline.plan_validation import validate_volume_plan
 from pipeline.checkpoint import checkpoint_update
-from pipeline.stage_claims import Claim, StageOutcome
+from pipeline.runtime.claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, data_block, json_output, json_text, project_llm_call
 from pipeline.stages.draft import MIN_CHARS, platform_draft_slice, split_chapter
 from pipeline.stages.judge import platform_slice

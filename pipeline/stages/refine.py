@@ -18,7 +18,7 @@ from pipeline.craft.lints import LintReport
 from pipeline.gate import GateSettings
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
-from pipeline.stage_claims import Claim, StageOutcome
+from pipeline.runtime.claims import Claim, StageOutcome
 from pipeline.stages.base import data_block, llm_call, system_blocks
 from projects.models import PipelineStage
 

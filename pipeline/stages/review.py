@@ -22,7 +22,7 @@ from pipeline.errors import PipelineNotReady
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import PipelineRun, RunKind
 from pipeline.checkpoint import checkpoint_update
-from pipeline.stage_claims import Claim, StageOutcome
+from pipeline.runtime.claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, data_block, json_output, project_llm_call
 from projects.lock_objects import project_lock
 from projects.models import ChangeSource, Evaluation, OrchestratorState, Project

@@ -23,7 +23,7 @@ from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
 from pipeline.checkpoint import checkpoint_update
 from pipeline.platform_gate import gate_settings_for, hook_field_problems, platform_review
-from pipeline.stage_claims import Claim, StageOutcome
+from pipeline.runtime.claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, data_block, json_output, json_text, project_llm_call
 from pipeline.stages.draft import MIN_CHARS, platform_draft_slice, split_chapter
 from pipeline.stages.judge import platform_slice

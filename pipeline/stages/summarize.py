@@ -7,7 +7,7 @@ import json
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext
 from pipeline.facts_output import facts_from_output
-from pipeline.stage_claims import Claim, StageOutcome
+from pipeline.runtime.claims import Claim, StageOutcome
 from pipeline.stages.base import cast_slice, data_block, json_text, llm_call, system_blocks
 from projects.models import PipelineStage
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS

@@ -19,8 +19,8 @@ from pipeline.book_runs import Step, finish_locked, stage_content, staged
 from pipeline.errors import PipelineNotReady
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import ACTIVE_RUN_STATUSES, PipelineRun, RunKind, RunStatus
-from pipeline.queueing import enqueue_stage
-from pipeline.stage_claims import Claim, StageOutcome
+from pipeline.runtime.queueing import enqueue_stage
+from pipeline.runtime.claims import Claim, StageOutcome
 from pipeline.stages.base import PromptBlock, data_block, json_output, project_llm_call
 from projects.lock_objects import project_lock
 from projects.models import Project, VoiceSample

@@ -13,7 +13,7 @@ from novelsite.llm_providers import project_problems
 from pipeline.morning_summary import batch_morning_summary
 from pipeline.orchestrator import advance, next_step
 from pipeline.rewrite import chapter_rewrite_start
-from pipeline.runs import chapter_run_start, run_cancel
+from pipeline.runtime.runs import chapter_run_start, run_cancel
 from pipeline.selectors import (
     chapter_metrics,
     gates_open,
@@ -119,7 +119,7 @@ def progress_with_labels(progress: dict) -> dict:
 def _act(request, slug: str, work, done: str, *, makes_llm_work: bool = True):
     """Admit and start the work, then back to the dashboard, which follows the run. The run's stages
     never run in this request: workers take them, or in eager mode the background thread of this
-    process once the response is out (``pipeline.background_runs``)."""
+    process once the response is out (``pipeline.runtime.background``)."""
     access = project_access(request, slug, Action.EDIT)
     try:
         if makes_llm_work:

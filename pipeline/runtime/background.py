@@ -4,7 +4,7 @@ of the web process, so that the request answers at once and the page follows the
 Without a broker (a laptop, ``make run``) Celery runs tasks eagerly, inside the caller. For the CLI
 and the tests that is what they want: ``novel write`` waits and prints each stage. A web request
 must not wait for the model (minutes with a real one; a proxy gives up first), so
-``RunsInBackgroundMiddleware`` collects the wake-ups its request queues (``pipeline.queueing``)
+``RunsInBackgroundMiddleware`` collects the wake-ups its request queues (``pipeline.runtime.queueing``)
 and, once the view has answered, hands them to one thread per process (``_Lane``). It runs them
 one after another, each stage as the eager queue would in the request (retries, then ``on_failure``:
 ERROR_RETRY with the cause), and closes its database connection after each job.

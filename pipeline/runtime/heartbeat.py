@@ -17,7 +17,7 @@ import threading
 from django.db import DatabaseError, connection, connections
 
 from pipeline.errors import LeaseLost
-from pipeline.stage_claims import Claim, lease_renew, lease_seconds
+from pipeline.runtime.claims import Claim, lease_renew, lease_seconds
 
 log = logging.getLogger(__name__)
 

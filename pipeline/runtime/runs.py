@@ -1,5 +1,5 @@
 """The life of a pipeline run: start it, and stop, retry, cancel or recover it. Its stages are
-claimed and finished in ``pipeline.stage_claims``.
+claimed and finished in ``pipeline.runtime.claims``.
 
 The database is the state machine; the broker only wakes workers up (DESIGN §4).
 ``runs_reconcile`` re-enqueues runs whose lease expired (a killed worker) or whose wake-up message
@@ -18,7 +18,7 @@ from pipeline.batch_end import StopReason, batch_end
 from pipeline.blackboard import Blackboard
 from pipeline.checkpoint import checkpoint_update
 from pipeline.errors import PipelineBusy, PipelineNotReady
-from pipeline.lock_objects import run_lock
+from pipeline.runtime.locks import run_lock
 from pipeline.models import (
     ACTIVE_RUN_STATUSES,
     SIDE_RUN_KINDS,
@@ -30,8 +30,8 @@ from pipeline.models import (
     StageRun,
     StageRunStatus,
 )
-from pipeline.queueing import enqueue_stage
-from pipeline.stage_claims import lease_seconds
+from pipeline.runtime.queueing import enqueue_stage
+from pipeline.runtime.claims import lease_seconds
 from projects.lock_objects import project_lock
 from projects.models import OrchestratorState, PipelineStage, Project
 

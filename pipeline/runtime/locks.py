@@ -4,7 +4,7 @@ PipelineRun -> StoryState -> other rows by pk. Take the project lock first.
 The project lock every stage hop takes, and the run lock, are plain SQL loaded into model
 instances (``projects.lock_objects.fetch_instances``): the ORM's query building cost more than the
 queries themselves (bench/README.md, part 1). A stage's lease is taken and released by conditional
-``UPDATE … RETURNING`` statements in ``pipeline/stage_claims.py``, which lock the run as they change it."""
+``UPDATE … RETURNING`` statements in ``pipeline/runtime/claims.py``, which lock the run as they change it."""
 from __future__ import annotations
 
 from functools import cache

@@ -5,7 +5,7 @@ broker: a laptop, the demo) a task queued from inside a task would run inside it
 chapters would nest deeper with every stage; instead, eager wake-ups go on a per-thread queue
 drained by a loop in the outermost caller, one stage after another, each retried and failed as a
 worker would (``_apply_eagerly``). A web request does not run that loop itself: it leaves the
-wake-up to the background thread of its process (``pipeline.background_runs``), so that it answers
+wake-up to the background thread of its process (``pipeline.runtime.background``), so that it answers
 at once while the stages go on.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from functools import partial
 from django.conf import settings
 from django.db import transaction
 
-from pipeline.background_runs import request_jobs
+from pipeline.runtime.background import request_jobs
 
 _local = threading.local()
 

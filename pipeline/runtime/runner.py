@@ -12,13 +12,13 @@ from pipeline import progress
 from pipeline.batch_budget import BudgetExhausted
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext, chapter_context, context_restore, context_snapshot
-from pipeline.db_connection import connection_drop_if_broken
+from pipeline.runtime.db_connection import connection_drop_if_broken
 from pipeline.errors import LeaseLost
-from pipeline.lease_heartbeat import LeaseHeartbeat
+from pipeline.runtime.heartbeat import LeaseHeartbeat
 from pipeline.llm.types import LLMError
 from pipeline.nightly import run_budget_stop
-from pipeline.runs import run_mark_error
-from pipeline.stage_claims import new_lease_owner, stage_claim, stage_complete, stage_fail
+from pipeline.runtime.runs import run_mark_error
+from pipeline.runtime.claims import new_lease_owner, stage_claim, stage_complete, stage_fail
 from pipeline.stages import commit, draft, judge, maintain, refine, summarize
 from pipeline.promotion.run import PROMOTION_STEPS
 from pipeline.stages.plan import PLAN_STEPS

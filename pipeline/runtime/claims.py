@@ -26,16 +26,16 @@ from pipeline.blackboard import Blackboard
 from pipeline.checkpoint import checkpoint_update
 from pipeline.errors import LeaseLost
 from pipeline.gates import question_open
-from pipeline.lock_objects import project_lock_of_run, run_lock, stage_finish_statement
+from pipeline.runtime.locks import project_lock_of_run, run_lock, stage_finish_statement
 from pipeline.models import PipelineRun, RunKind, RunStatus, StageRun
-from pipeline.queueing import enqueue_stage
+from pipeline.runtime.queueing import enqueue_stage
 from projects.lock_objects import db_value, project_lock_id, update_returning
 from projects.models import Project
 
 
 def lease_seconds() -> int:
     """How long a lease lasts unless renewed: a worker renews it while its stage waits on the model
-    (``pipeline.lease_heartbeat``), so it only bounds how long a dead worker's stage stays stuck."""
+    (``pipeline.runtime.heartbeat``), so it only bounds how long a dead worker's stage stays stuck."""
     return settings.NOVELSITE_LEASE_SECONDS
 
 
