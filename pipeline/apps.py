@@ -32,4 +32,7 @@ class PipelineConfig(AppConfig):
         register_pipeline_labels()
         # the NOVEL_ASK answer handlers of each step kind register themselves on import
         import pipeline.chapter_gate  # noqa: F401
-        import pipeline.runtime.runner  # noqa: F401  (quick start, planning and review steps)
+        import pipeline.runtime.registry  # noqa: F401  (quick start, planning and review steps)
+        # Celery's registry knows the tasks before anything sends one: the runtime finds them by
+        # name (pipeline.runtime.queueing.task_named) instead of importing the tasks module back
+        import pipeline.tasks  # noqa: F401

@@ -19,7 +19,10 @@ from django.utils import timezone
 from pipeline.batch_budget import batch_budget_left, batch_spent_usd, run_is_budget_waiting
 from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.models import BatchRun, BatchStatus, GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus
+from pipeline.runtime.queueing import task_named
 from projects.models import Chapter
+
+BATCH_EMAIL_TASK = "pipeline.tasks.batch_summary_email_task"
 
 
 class StopReason:
@@ -38,7 +41,7 @@ class StopReason:
 
 
 def stop_reason_of(exc: PipelineBusy | PipelineNotReady) -> str:
-    """Why ``_chapter_run_create`` refused the next chapter."""
+    """Why ``chapter_run_create`` refused the next chapter."""
     if isinstance(exc, PipelineBusy):
         return StopReason.BUSY
     return StopReason.END_OF_PLAN if "chapter" in exc.extra else StopReason.NOT_WRITABLE
@@ -80,10 +83,8 @@ def batch_finish(batch: BatchRun, *, status: str, reason: str, detail: str = "")
     batch.chapters_written = len(batch.summary["chapters"])
     batch.cost_usd = Decimal(batch.summary["cost_usd"])
     batch.save()
-    from pipeline.tasks import batch_summary_email_task  # tasks import the services in their bodies
-
     # robust: a mail server that is down must not undo, or break, the night's writing
-    transaction.on_commit(partial(batch_summary_email_task.delay, batch_id=batch.pk), robust=True)
+    transaction.on_commit(partial(task_named(BATCH_EMAIL_TASK).delay, batch_id=batch.pk), robust=True)
 
 
 def project_gates_open(project_id: int):

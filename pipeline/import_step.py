@@ -22,17 +22,18 @@ from django.db import transaction
 from pipeline.ask import check_answer, parse_step_id
 from pipeline.blackboard import Blackboard
 from pipeline.chapter_gate import chapter_pause_gate, open_pause_question, pause_question
-from pipeline.book_runs import active_run, book_run_create, run_resume_at, stage_content
+from pipeline.book_runs import stage_content
+from pipeline.runtime.runs import active_run, book_run_create, run_resume_at
 from pipeline.errors import PipelineNotReady
 from pipeline.gates import gate_answer_submit
 from pipeline.gate import ScoreError, decide, recompute_overall, stated_overall
-from pipeline.runtime.locks import run_lock
+from pipeline.runtime.locks import run_lock, run_lock_pair
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.platform_gate import gate_settings_for, hook_field_problems, platform_review
 from pipeline.plan_validation import validate_volume_plan
 from pipeline.chapter_checks import staged_chapter_checks
 from pipeline.checkpoint import checkpoint_update
-from pipeline.runtime.runs import _chapter_run_create
+from pipeline.runtime.runs import chapter_run_create
 from pipeline.stages.draft import split_chapter
 from pipeline.stages.plan import STEPS as PLAN_STEPS
 from pipeline.stages.plan import plan_data, plan_files, plan_of, plan_range, previous_contract
@@ -189,8 +190,10 @@ def outside_evaluation_gate(project: Project, number: int, board: Blackboard, ev
 def external_run_take_over(*, run_id: int, user=None) -> PipelineRun:
     """Novelsite's own stages take an outside executor's chapter over at the step it waits at (``novel
     advance``). Locks: the project, then the run; the stage is queued on commit."""
-    project_lock(PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).get())
-    run = run_lock(run_id)
+    locked = run_lock_pair(run_id)
+    if locked is None:
+        raise PipelineNotReady(f"no run {run_id}")
+    _project, run = locked
     board = Blackboard(run.blackboard)
     if run.status != RunStatus.WAITING or not board.as_("slicer").read_meta(EXTERNAL):
         raise PipelineNotReady(f"{run} is not waiting for an outside executor")
@@ -230,7 +233,7 @@ def _external_chapter_run(project: Project, number: int, phase: str, user) -> Pi
         raise PipelineNotReady(f"chapter {number} has no draft yet: import chapter:{number:03d}:draft first")
     if number != project.last_completed_chapter + 1:
         raise PipelineNotReady(f"the next chapter is {project.last_completed_chapter + 1}, not {number}")
-    run = _chapter_run_create(project, user=user)  # its queued draft wake-up finds the run moved on
+    run = chapter_run_create(project, user=user)  # its queued draft wake-up finds the run moved on
     board = Blackboard(run.blackboard)
     board.as_("orchestrator").write_meta(EXTERNAL, True)
     run.blackboard, run.status = board.to_dict(), RunStatus.WAITING

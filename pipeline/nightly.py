@@ -22,12 +22,12 @@ from pipeline.batch_budget import BUDGET_NOTE, BudgetExhausted, run_is_budget_wa
 from pipeline.batch_end import StopReason, batch_end, batch_finish, stop_reason_of
 from pipeline.blackboard import Blackboard
 from pipeline.errors import LeaseLost, PipelineBusy, PipelineNotReady
-from pipeline.runtime.locks import run_lock
+from pipeline.runtime.locks import claimed_run_lock, run_lock, run_lock_pair
 from pipeline.models import BatchRun, BatchStatus, PipelineRun, RunKind, RunStatus, StageRun, StageRunStatus
 from pipeline.runtime.queueing import enqueue_stage
-from pipeline.runtime.runs import _chapter_run_create
-from pipeline.runtime.claims import Claim, _holding
-from projects.lock_objects import project_lock, project_lock_id
+from pipeline.runtime.runs import chapter_run_create
+from pipeline.runtime.claims import Claim
+from projects.lock_objects import project_lock
 from projects.models import Project
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def _first_run(project: Project, batch: BatchRun) -> tuple[PipelineRun | None, t
         return _budget_resume(run_lock(parked.pk), batch=batch, actor="nightly batch"), None
     try:
         with transaction.atomic():  # a savepoint: nothing of a refused start is kept
-            run = _chapter_run_create(project, batch_remaining=batch.chapters_requested - 1, batch_id=batch.pk)
+            run = chapter_run_create(project, batch_remaining=batch.chapters_requested - 1, batch_id=batch.pk)
     except (PipelineBusy, PipelineNotReady) as exc:
         return None, (stop_reason_of(exc), exc.message)
     return run, None
@@ -105,10 +105,8 @@ def run_budget_stop(*, claim: Claim, error: BudgetExhausted) -> bool:
     resumes at the same stage. The stage run counts as a finished attempt, so a resumed stage
     makes its calls afresh instead of colliding with this attempt's keys. False if the run had
     moved on meanwhile."""
-    project_lock_id(claim.project_id)
-    run = run_lock(claim.run_id, with_context=False)
     try:
-        _holding(run, claim)
+        _project, run = claimed_run_lock(claim)
     except LeaseLost:
         return False
     now = timezone.now()
@@ -116,7 +114,7 @@ def run_budget_stop(*, claim: Claim, error: BudgetExhausted) -> bool:
     board.as_("orchestrator").write_control(BUDGET_NOTE, {**error.extra, "stage": run.stage,
                                                           "at": now.isoformat(timespec="seconds")})
     run.blackboard, run.status, run.lease_owner, run.lease_expires_at = board.to_dict(), RunStatus.WAITING, "", None
-    run.save()
+    run.save(update_fields=["blackboard", "status", "lease_owner", "lease_expires_at", "updated_at"])
     StageRun.objects.filter(pk=claim.stage_run_id).update(status=StageRunStatus.FAILED, finished_at=now,
                                                           error=f"BudgetExhausted: {error.message}"[:2000])
     batch_end(run, reason=StopReason.COST_CAP, detail=f"chapter {run.chapter} waits at {run.stage}: {error.message}")
@@ -127,11 +125,10 @@ def run_budget_stop(*, claim: Claim, error: BudgetExhausted) -> bool:
 def run_budget_resume(*, run_id: int, user=None) -> PipelineRun:
     """A person resumes a run parked at a cost cap, now: it finishes its chapter outside any cap
     (its night is over) and the chain does not go on; the next night's batch starts from there."""
-    project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
-    if project_id is None:
+    locked = run_lock_pair(run_id)
+    if locked is None:
         raise PipelineNotReady("no such run")
-    project_lock(project_id)
-    run = run_lock(run_id)
+    _project, run = locked
     if not run_is_budget_waiting(run):
         raise PipelineNotReady(f"run {run.pk} is {run.status}, not waiting at a cost cap")
     return _budget_resume(run, batch=None, actor=user.get_username() if user else "")

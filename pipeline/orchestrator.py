@@ -16,7 +16,7 @@ from django.db import transaction
 
 from pipeline.ask import format_step_id
 from pipeline.batch_budget import run_is_budget_waiting
-from pipeline.book_runs import active_run
+from pipeline.runtime.runs import active_run
 from pipeline.errors import PipelineNotReady
 from pipeline.models import GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus
 from pipeline.nightly import run_budget_resume

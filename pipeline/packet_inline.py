@@ -15,7 +15,8 @@ import json
 from typing import Any
 
 from pipeline.blackboard import Blackboard
-from pipeline.book_runs import active_run, staged
+from pipeline.book_runs import staged
+from pipeline.runtime.runs import active_run
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from projects.models import Project
 

@@ -12,17 +12,18 @@ from __future__ import annotations
 from django.db import transaction
 
 from pipeline.blackboard import Blackboard
-from pipeline.book_runs import book_run_create
+from pipeline.runtime.runs import book_run_create
 from pipeline.errors import PipelineNotReady
 from pipeline.models import PipelineRun, RunKind
 from pipeline.checkpoint import checkpoint_update
-from pipeline.runtime.runs import _chapter_run_create
+from pipeline.runtime.runs import chapter_run_create
 from projects.errors import InvalidData
 from projects.lock_objects import project_lock
 from projects.models import Chapter, OrchestratorState, PipelineStage
 from projects.services.chapter_rollback import RollbackRefused, chapter_rollback_latest
 
 MAX_NOTES = 2000
+REWRITE_STAGES = ("draft", "judge", "commit")  # a rewrite run's stages (pipeline/stages/revision.py)
 
 
 @transaction.atomic(durable=True)
@@ -46,7 +47,7 @@ def chapter_rewrite_start(*, project_id: int, chapter: int, notes: str, user=Non
             reason = exc.message
         else:
             project.refresh_from_db()
-            run = _chapter_run_create(project, user=user)
+            run = chapter_run_create(project, user=user)
             board = Blackboard(run.blackboard)
             board.as_("worker").write_content("revision", "required_fixes", [notes])
             board.as_("worker").write_content("revision", "previous_text", rolled.text)
@@ -57,7 +58,7 @@ def chapter_rewrite_start(*, project_id: int, chapter: int, notes: str, user=Non
             return run
     else:
         reason = f"chapter {chapter} is not the latest"
-    run = book_run_create(project, kind=RunKind.REWRITE, steps=["draft", "judge", "commit"], user=user,
+    run = book_run_create(project, kind=RunKind.REWRITE, steps=list(REWRITE_STAGES), user=user,
                           volume=None, meta={"chapter": chapter, "notes": notes, "text_only": True, "why": reason})
     PipelineRun.objects.filter(pk=run.pk).update(chapter=chapter)
     checkpoint_update(project.pk, orchestrator_state=OrchestratorState.CHAPTER_REWRITE, inflight_chapter=chapter,

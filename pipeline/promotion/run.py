@@ -20,7 +20,7 @@ from typing import Any
 from django.db import transaction
 
 from pipeline.blackboard import Blackboard
-from pipeline.book_runs import Step
+from pipeline.runtime.stage import Stage
 from pipeline.errors import PipelineNotReady
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import PipelineRun, RunKind, RunStatus
@@ -132,13 +132,12 @@ def promotion_step_regenerate(*, run_id: int, step: str, user=None) -> PipelineR
     the blackboard's history."""
     if step not in STEPS:
         raise InvalidData(f"step: one of {', '.join(STEPS)}")
-    from pipeline.runtime.locks import run_lock
+    from pipeline.runtime.locks import run_lock_pair
 
-    project_id = PipelineRun.objects.filter(pk=run_id, kind=RunKind.PROMOTION).values_list("project_id", flat=True).first()
-    if project_id is None:
+    locked = run_lock_pair(run_id)
+    if locked is None or locked[1].kind != RunKind.PROMOTION:
         raise PipelineNotReady("no such promotion run")
-    project_lock(project_id)
-    run = run_lock(run_id)
+    _project, run = locked
     if run.status not in (RunStatus.DONE, RunStatus.ERROR):
         raise PipelineNotReady(f"the promotion is {run.status}; regenerate once it is done")
     board = Blackboard(run.blackboard)
@@ -317,6 +316,6 @@ def _platforms(claim: Claim, project: Project, board: Blackboard, on_text=None) 
     return _done(board, "promote:platforms", [call])
 
 
-PROMOTION_STEPS: dict[str, Step] = {"promote:titles": Step(_titles), "promote:body": Step(_body),
-                                    "promote:cta": Step(_cta), "promote:hashtags": Step(_hashtags),
-                                    "promote:platforms": Step(_platforms)}
+PROMOTION_STEPS: dict[str, Stage] = {"promote:titles": Stage(_titles), "promote:body": Stage(_body),
+                                    "promote:cta": Stage(_cta), "promote:hashtags": Stage(_hashtags),
+                                    "promote:platforms": Stage(_platforms)}

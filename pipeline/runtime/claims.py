@@ -5,31 +5,41 @@ A stage claims the project in a short transaction (locks: project, then run) and
 the lease and the stage still hold, writes the outputs and wakes the next stage
 (``stage_complete``), or records the failure and releases the lease for a retry (``stage_fail``).
 A duplicated or stale task finds the stage already moved on and does nothing.
+
+Every one of these is one durable transaction of plain ORM code (``pipeline/runtime/locks.py``),
+the same on every database: a few milliseconds per stage hop, next to a model that takes tens of
+seconds (bench/README.md, part 1).
 """
 from __future__ import annotations
 
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Case, F, TextField, Value, When
+from django.db import transaction
+from django.db.models import Case, Count, F, Q, TextField, Value, When
 from django.utils import timezone
 
 from pipeline.batch_end import StopReason, batch_end
 from pipeline.blackboard import Blackboard
 from pipeline.checkpoint import checkpoint_update
-from pipeline.errors import LeaseLost
 from pipeline.gates import question_open
-from pipeline.runtime.locks import project_lock_of_run, run_lock, stage_finish_statement
-from pipeline.models import PipelineRun, RunKind, RunStatus, StageRun
+from pipeline.models import (
+    FINISHED_STAGE_RUN_STATUSES,
+    PipelineRun,
+    RunKind,
+    RunStatus,
+    StageRun,
+    StageRunStatus,
+)
+from pipeline.runtime.locks import claimed_run_lock, project_lock_of_run, run_lock, run_lock_pair
 from pipeline.runtime.queueing import enqueue_stage
-from projects.lock_objects import db_value, project_lock_id, update_returning
 from projects.models import Project
 
 
@@ -76,47 +86,44 @@ def claim_locked(*, run_id: int, stage: str, owner: str,
     project = project_lock_of_run(run_id)
     if project is None:
         return None
-    project_id = project.pk
-    run = _lease_take(run_id, stage=stage, owner=owner, with_context=with_context)
-    if run is None:
+    run = run_lock(run_id, with_context=with_context)
+    now = timezone.now()
+    if not _claimable(run, stage=stage, owner=owner, now=now):
         return None
+    run.lease_owner, run.lease_expires_at, run.status = owner, now + timedelta(seconds=lease_seconds()), \
+        RunStatus.RUNNING
+    run.save(update_fields=["lease_owner", "lease_expires_at", "status", "updated_at"])
     # The attempt names the stored LLM call (call_store.call_key), so it must be new for every
     # execution of the stage that finished (a failure, or a success the run later came back to:
     # a revision, a polish pass, a stale delta, a run_retry) and the same only when the previous
     # execution never finished (its worker died, or the database failed under it: stage_fail with
     # keep_attempt), so that the redelivery reuses the stored call.
-    attempt = run.finished_executions + 1  # counted by _lease_take, in the same statement
-    lost = run.unfinished_executions > 0
+    executions = StageRun.objects.filter(run_id=run.pk, stage=stage)
+    counts = executions.aggregate(finished=Count("pk", filter=Q(status__in=FINISHED_STAGE_RUN_STATUSES)),
+                                  unfinished=Count("pk", filter=Q(status=StageRunStatus.RUNNING)))
+    attempt = counts["finished"] + 1
+    lost = counts["unfinished"] > 0
     if lost:
         # an earlier execution that never finished: say so instead of "running" forever, keeping
         # the error it recorded if it could (a worker that died recorded none)
-        StageRun.objects.filter(run_id=run.pk, stage=stage, status="running").update(
-            status="abandoned", error=Case(When(error="", then=Value("worker lost; stage re-claimed")),
-                                           default=F("error"), output_field=TextField()))
+        executions.filter(status=StageRunStatus.RUNNING).update(
+            status=StageRunStatus.ABANDONED,
+            error=Case(When(error="", then=Value("worker lost; stage re-claimed")), default=F("error"),
+                       output_field=TextField()))
     stage_run = StageRun.objects.create(run=run, stage=stage, attempt=attempt)
-    claim = Claim(run.pk, project_id, stage, owner, attempt, stage_run.pk, run.chapter, run.blackboard,
+    claim = Claim(run.pk, project.pk, stage, owner, attempt, stage_run.pk, run.chapter, run.blackboard,
                   run.context if with_context else {}, stage_run.started_at, resumed=lost, project=project,
                   kind=run.kind, batch_id=run.batch_id)
     return claim, run
 
 
-def _lease_take(run_id: int, *, stage: str, owner: str, with_context: bool) -> PipelineRun | None:
-    """Lock 2: take the run's lease for ``stage`` and return the run, or None when the run is not
-    queued or running at ``stage`` or another owner's lease is still live. One conditional UPDATE
-    (it locks the row as it changes it) instead of a locked read and a save; it also counts the
-    stage's earlier executions, finished (``finished_executions``) and not (``unfinished_executions``)."""
-    now = timezone.now()
-    where = ("id = %s AND stage = %s AND status IN (%s, %s) AND "
-             "(lease_owner = '' OR lease_owner = %s OR lease_expires_at IS NULL OR lease_expires_at <= %s)")
-    names = [f.name for f in PipelineRun._meta.concrete_fields if with_context or f.name != "context"]
-    executions = f"SELECT COUNT(*) FROM {StageRun._meta.db_table} WHERE run_id = %s AND stage = %s AND status"
-    return update_returning(
-        PipelineRun, {"lease_owner": owner, "lease_expires_at": now + timedelta(seconds=lease_seconds()),
-                      "status": RunStatus.RUNNING, "updated_at": now},
-        where, [run_id, stage, RunStatus.QUEUED, RunStatus.RUNNING, owner,
-                db_value(PipelineRun, "lease_expires_at", now)], names,
-        extra={"finished_executions": (f"{executions} IN (%s, %s)", [run_id, stage, "succeeded", "failed"]),
-               "unfinished_executions": (f"{executions} = %s", [run_id, stage, "running"])})
+def _claimable(run: PipelineRun, *, stage: str, owner: str, now: datetime) -> bool:
+    """Whether a task for ``stage`` may take ``run``'s lease: the run is queued or running at that
+    stage, and no other worker holds a live lease on it."""
+    if run.stage != stage or run.status not in (RunStatus.QUEUED, RunStatus.RUNNING):
+        return False
+    return (not run.lease_owner or run.lease_owner == owner or run.lease_expires_at is None
+            or run.lease_expires_at <= now)
 
 
 def lease_renew(*, claim: Claim) -> bool:
@@ -129,11 +136,6 @@ def lease_renew(*, claim: Claim) -> bool:
         pk=claim.run_id, stage=claim.stage, lease_owner=claim.owner, status=RunStatus.RUNNING,
     ).update(lease_expires_at=now + timedelta(seconds=lease_seconds()))
     return renewed == 1
-
-
-def _holding(run: PipelineRun, claim: Claim) -> None:
-    if run.stage != claim.stage or run.lease_owner != claim.owner or run.status != RunStatus.RUNNING:
-        raise LeaseLost(f"run {run.pk} moved on from {claim.stage} (now {run.status}/{run.stage})")
 
 
 @dataclass
@@ -201,14 +203,13 @@ def _stage_run_succeeded(claim: Claim, outcome: StageOutcome, now: datetime) -> 
 
 def _succeeded_fields(claim: Claim, outcome: StageOutcome, now: datetime) -> dict[str, Any]:
     started = claim.started_at or now
-    return {"status": "succeeded", "finished_at": now, "duration_ms": int((now - started).total_seconds() * 1000),
+    return {"status": StageRunStatus.SUCCEEDED, "finished_at": now, "duration_ms": int((now - started).total_seconds() * 1000),
             **stage_usage(outcome.calls)}
 
 
-def _outcome_follow_up(run: PipelineRun, outcome: StageOutcome, *, checkpoint_written: bool = False) -> None:
-    """After the run's row is written: the checkpoint (unless the caller wrote it already), a
-    gate's question, the batch, the next stage."""
-    if outcome.checkpoint and not checkpoint_written:
+def _outcome_follow_up(run: PipelineRun, outcome: StageOutcome) -> None:
+    """After the run's row is written: the checkpoint, a gate's question, the batch, the next stage."""
+    if outcome.checkpoint:
         checkpoint_update(run.project_id, **outcome.checkpoint)
     if outcome.question:
         question_open(run=run, step=outcome.question["step"], spec=outcome.question["spec"],
@@ -219,65 +220,20 @@ def _outcome_follow_up(run: PipelineRun, outcome: StageOutcome, *, checkpoint_wr
         enqueue_stage(run.pk, outcome.next_stage)
 
 
+@transaction.atomic(durable=True)
 def stage_complete(*, claim: Claim, outcome: StageOutcome) -> None:
     """Write the outcome of the stage ``claim`` holds, if its lease still holds (``LeaseLost``
-    otherwise, with nothing written), and wake the next stage up."""
-    if connection.vendor == "postgresql" and _plain(outcome):
-        _stage_complete_in_one_statement(claim, outcome)
-    else:
-        _stage_complete_in_a_transaction(claim, outcome)
+    otherwise, with nothing written), and wake the next stage up. The default finish of a stage."""
+    _project, run = claimed_run_lock(claim, with_blackboard=False)  # it is written, not read
+    apply_outcome(run, claim, outcome)
 
 
-def _plain(outcome: StageOutcome) -> bool:
-    """The outcome of most stages: on to the next stage, maybe a move of the chapter's checkpoint;
-    no question to open, no wait, no change of orchestrator state (which need more than writes)."""
-    return (outcome.next_stage is not None and outcome.status == RunStatus.QUEUED and not outcome.question
-            and "orchestrator_state" not in outcome.checkpoint)
-
-
-def _stage_complete_in_one_statement(claim: Claim, outcome: StageOutcome) -> None:
-    now = timezone.now()
-    checkpoint = {**outcome.checkpoint, "last_checkpoint_time": now} if outcome.checkpoint else {}
-    run = stage_finish_statement(
-        project_id=claim.project_id, run_id=claim.run_id, lease=(claim.stage, claim.owner, RunStatus.RUNNING),
-        run_values=_outcome_fields(claim.stage, outcome, now), returning=_FOLLOW_UP_FIELDS,
-        stage_run_id=claim.stage_run_id, stage_run_values=_succeeded_fields(claim, outcome, now),
-        checkpoint=checkpoint)
-    if run is None:
-        _lease_lost(claim)
-    _outcome_follow_up(run, outcome, checkpoint_written=True)
-
-
-@transaction.atomic(durable=True)
-def _stage_complete_in_a_transaction(claim: Claim, outcome: StageOutcome) -> None:
-    # Lock 1. A plain checkpoint move (most stages: the chapter's pipeline_stage) is an UPDATE of
-    # the project row, which takes the lock itself: one statement where a lock and an update
-    # would be two. If the lease turns out lost below, the transaction undoes it. A change of
-    # orchestrator state reads the state it leaves under the lock first (checkpoint_update).
-    early_checkpoint = bool(outcome.checkpoint) and "orchestrator_state" not in outcome.checkpoint
-    if early_checkpoint:
-        checkpoint_update(claim.project_id, **outcome.checkpoint)
-    else:
-        project_lock_id(claim.project_id)
-    now = timezone.now()
-    # Lock 2 and the write in one statement, if the lease still holds (the lease also proves the
-    # blackboard is the one the claim read: only its holder writes it, so it is not read again)
-    fields = _outcome_fields(claim.stage, outcome, now)
-    run = update_returning(PipelineRun, fields, "id = %s AND stage = %s AND lease_owner = %s AND status = %s",
-                           [claim.run_id, claim.stage, claim.owner, RunStatus.RUNNING], _FOLLOW_UP_FIELDS)
-    if run is None:
-        _lease_lost(claim)
-    _stage_run_succeeded(claim, outcome, now)
-    _outcome_follow_up(run, outcome, checkpoint_written=early_checkpoint)
-
-
-def _lease_lost(claim: Claim):
-    now_at = PipelineRun.objects.filter(pk=claim.run_id).values_list("status", "stage").first()
-    raise LeaseLost(f"run {claim.run_id} moved on from {claim.stage} (now {'/'.join(now_at or ('gone',))})")
-
-
-# what _outcome_follow_up reads of the run (a gate's question, the batch's end, the next stage)
-_FOLLOW_UP_FIELDS = ["id", "project", "kind", "chapter", "volume_number", "status", "stage", "batch"]
+def finish_locked(claim: Claim, outcome: StageOutcome, write: Callable[[Project, PipelineRun], None]) -> None:
+    """The body of a stage's own finish, inside its durable transaction: lock (project, then run),
+    check the lease, ``write`` the story data, then advance the run as ``stage_complete`` does."""
+    project, run = claimed_run_lock(claim)
+    write(project, run)
+    apply_outcome(run, claim, outcome)
 
 
 @transaction.atomic(durable=True)
@@ -288,8 +244,10 @@ def stage_fail(*, claim: Claim, error: BaseException, keep_attempt: bool = False
     ``keep_attempt``: the failure was the database's, not the stage's (a deadlock, a connection
     lost after the LLM answered). The stage run is then left unfinished, as a dead worker's is, so
     that the retry resumes this attempt and reuses its stored LLM calls instead of paying again."""
-    project_lock_id(claim.project_id)
-    run = run_lock(claim.run_id, with_context=False)
+    locked = run_lock_pair(claim.run_id, with_context=False)
+    if locked is None:
+        return False
+    _project, run = locked
     if run.stage != claim.stage or run.lease_owner != claim.owner:
         return False
     board = Blackboard(run.blackboard)
@@ -300,10 +258,11 @@ def stage_fail(*, claim: Claim, error: BaseException, keep_attempt: bool = False
     run.attempt += 1
     run.lease_owner, run.lease_expires_at, run.status = "", None, RunStatus.QUEUED
     run.error = f"{type(error).__name__}: {error}"[:2000]
-    run.save()
+    run.save(update_fields=["blackboard", "attempt", "lease_owner", "lease_expires_at", "status", "error",
+                            "updated_at"])
     if keep_attempt:
         StageRun.objects.filter(pk=claim.stage_run_id).update(error=run.error)
     else:
-        StageRun.objects.filter(pk=claim.stage_run_id).update(status="failed", finished_at=timezone.now(),
-                                                              error=run.error)
+        StageRun.objects.filter(pk=claim.stage_run_id).update(status=StageRunStatus.FAILED,
+                                                              finished_at=timezone.now(), error=run.error)
     return True

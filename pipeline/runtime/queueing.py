@@ -22,13 +22,24 @@ from pipeline.runtime.background import request_jobs
 _local = threading.local()
 
 
+STAGE_TASK = "pipeline.tasks.stage_run_task"
+
+
+def task_named(name: str):
+    """A Celery task, found by its name in the app's registry (``pipeline/apps.py`` imports the
+    tasks at start-up). The tasks are the top of the pipeline: they import the runtime in their
+    bodies, and the runtime finds them by name instead of importing them back."""
+    from novelsite.celery import app
+
+    return app.tasks[name]
+
+
 def enqueue_stage(run_id: int, stage: str) -> None:
     transaction.on_commit(lambda: _send(run_id, stage))
 
 
 def _send(run_id: int, stage: str) -> None:
-    from pipeline.tasks import stage_run_task
-
+    stage_run_task = task_named(STAGE_TASK)
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         stage_run_task.apply_async(kwargs={"run_id": run_id, "stage": stage})
         return
@@ -41,8 +52,6 @@ def _send(run_id: int, stage: str) -> None:
 def _drain(run_id: int, stage: str) -> None:
     """Run the stage, and the stages it wakes, one after another in this thread (see the module
     docstring); a stage woken from inside the loop joins its queue."""
-    from pipeline.tasks import stage_run_task
-
     if not hasattr(_local, "pending"):  # (an empty deque is falsy: never "or" it)
         _local.pending = deque()
     pending: deque = _local.pending
@@ -53,7 +62,7 @@ def _drain(run_id: int, stage: str) -> None:
     try:
         while pending:
             queued_run, queued_stage = pending.popleft()
-            _apply_eagerly(stage_run_task, {"run_id": queued_run, "stage": queued_stage})
+            _apply_eagerly(task_named(STAGE_TASK), {"run_id": queued_run, "stage": queued_stage})
     finally:
         _local.draining = False
         pending.clear()

@@ -12,50 +12,46 @@ from pipeline import progress
 from pipeline.batch_budget import BudgetExhausted
 from pipeline.blackboard import Blackboard
 from pipeline.context import ChapterContext, chapter_context, context_restore, context_snapshot
-from pipeline.runtime.db_connection import connection_drop_if_broken
 from pipeline.errors import LeaseLost
-from pipeline.runtime.heartbeat import LeaseHeartbeat
 from pipeline.llm.types import LLMError
+from pipeline.models import PipelineRun
 from pipeline.nightly import run_budget_stop
+from pipeline.runtime.claims import Claim, StageOutcome, new_lease_owner, stage_claim, stage_complete, stage_fail
+from pipeline.runtime.db_connection import connection_drop_if_broken
+from pipeline.runtime.heartbeat import LeaseHeartbeat
+from pipeline.runtime.registry import stage_for
 from pipeline.runtime.runs import run_mark_error
-from pipeline.runtime.claims import new_lease_owner, stage_claim, stage_complete, stage_fail
-from pipeline.stages import commit, draft, judge, maintain, refine, summarize
-from pipeline.promotion.run import PROMOTION_STEPS
-from pipeline.stages.plan import PLAN_STEPS
-from pipeline.stages.quickstart import QUICKSTART_STEPS
-from pipeline.stages.review import REVIEW_STEPS
-from pipeline.stages.revision import REVISION_STEPS
-from pipeline.stages.voice import STYLE_STEPS
-from pipeline.models import RunKind
+from pipeline.runtime.stage import CHAPTER, Stage
 from projects.models import Project
 
 log = logging.getLogger(__name__)
 
-CHAPTER_STAGES = {"draft": draft, "summarize": summarize, "refine": refine, "judge": judge, "maintain": maintain}
-# the steps of runs that are not chapters
-BOOK_STEPS = {**QUICKSTART_STEPS, **PLAN_STEPS, **REVIEW_STEPS, **PROMOTION_STEPS, **STYLE_STEPS}
-
 
 def stage_run(*, run_id: int, stage: str) -> None:
     """Raise an ``LLMError`` for the task to retry (transient) or give up on (permanent)."""
+    kind = PipelineRun.objects.filter(pk=run_id).values_list("kind", flat=True).first()
+    if kind is None:
+        log.info("run %s: gone; nothing to do for %s", run_id, stage)
+        return
+    entry = stage_for(kind, stage)
     owner = new_lease_owner()
-    if stage == "commit":  # a chapter run claims and commits in one transaction
-        done = commit.chapter_commit(run_id=run_id, owner=owner)
-        claim, committed = done if done is not None else (None, None)
-        if committed is not None:
-            _commit_progress(claim, committed)
-            return
-        # else nothing to claim, or a rewrite's commit, claimed and left to its own step below
-    else:
-        claim = stage_claim(run_id=run_id, stage=stage, owner=owner)
+    if entry.in_one_transaction is not None:  # claims and finishes at once (a chapter's commit)
+        done = entry.in_one_transaction(run_id=run_id, owner=owner)
+        if done is None:
+            log.info("run %s: nothing to do for %s (moved on, waiting or leased elsewhere)", run_id, stage)
+        else:
+            _one_transaction_progress(*done)
+        return
+    claim = stage_claim(run_id=run_id, stage=stage, owner=owner)
     if claim is None:
         log.info("run %s: nothing to do for %s (moved on, waiting or leased elsewhere)", run_id, stage)
         return
     with progress.listening(progress.cache_listener(claim.project_id)):  # the live progress of the web page
-        _run_claimed(claim, run_id, stage)
+        _run_claimed(claim, entry)
 
 
-def _run_claimed(claim, run_id: int, stage: str) -> None:
+def _run_claimed(claim: Claim, entry: Stage) -> None:
+    run_id, stage = claim.run_id, claim.stage
     progress.emit({"event": "start", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
                    "attempt": claim.attempt})
     streamed = 0
@@ -67,27 +63,8 @@ def _run_claimed(claim, run_id: int, stage: str) -> None:
                        "chunk": chunk})
 
     try:
-        step = REVISION_STEPS.get(stage) if claim.kind == RunKind.REWRITE else BOOK_STEPS.get(stage)
-        if step is not None:
-            project = claim.project or Project.objects.get(pk=claim.project_id)
-            with LeaseHeartbeat(claim) as heartbeat:
-                outcome = step.execute(claim, project, Blackboard(claim.blackboard), on_text=on_text)
-            heartbeat.check()  # a stage that lost its lease while it worked writes nothing
-            (step.finish or stage_complete)(claim=claim, outcome=outcome)
-            progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
-                           "next": outcome.next_stage, "status": outcome.status})
-            return
-        module = CHAPTER_STAGES[stage]
-        with LeaseHeartbeat(claim) as heartbeat:
-            ctx, fresh = _stage_context(claim)
-            outcome = module.execute(claim, ctx, Blackboard(claim.blackboard), on_text=on_text)
-        heartbeat.check()
-        if fresh:
-            outcome.context = context_snapshot(ctx)
-        if stage == "maintain":
-            maintain.maintain_finish(claim=claim, outcome=outcome)
-        else:
-            stage_complete(claim=claim, outcome=outcome)
+        outcome = _execute(claim, entry, on_text)
+        (entry.finish or stage_complete)(claim=claim, outcome=outcome)
         progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
                        "next": outcome.next_stage, "status": outcome.status})
     except LeaseLost as exc:
@@ -106,7 +83,22 @@ def _run_claimed(claim, run_id: int, stage: str) -> None:
         raise
 
 
-def _failure_record(claim, error: BaseException) -> None:
+def _execute(claim: Claim, entry: Stage, on_text) -> StageOutcome:
+    """The stage's work, with no lock held while a heartbeat renews the lease. A stage that lost
+    its lease while it worked raises ``LeaseLost`` here: what it brings back is not written."""
+    with LeaseHeartbeat(claim) as heartbeat:
+        if entry.reads == CHAPTER:
+            subject, fresh = _stage_context(claim)
+        else:
+            subject, fresh = claim.project or Project.objects.get(pk=claim.project_id), False
+        outcome = entry.execute(claim, subject, Blackboard(claim.blackboard), on_text=on_text)
+    heartbeat.check()
+    if fresh:  # the later stages of the chapter restore it instead of reading the story again
+        outcome.context = context_snapshot(subject)
+    return outcome
+
+
+def _failure_record(claim: Claim, error: BaseException) -> None:
     """Record the failed attempt and release the lease (``stage_fail``), on a new connection if the
     error broke the old one. A database error keeps the attempt, so that the retry reuses the LLM
     calls already stored. If the database cannot be reached at all, the original error goes on to
@@ -122,19 +114,19 @@ def _failure_record(claim, error: BaseException) -> None:
                     claim.stage, error, failure)
 
 
-def _commit_progress(claim, committed: bool) -> None:
-    """The events of a chapter's commit, sent once it is done: it claimed and committed in one
-    transaction. (An error there rolls the claim back too; the task's failure handler, retries
-    spent, records it on the run: ERROR_RETRY.)"""
+def _one_transaction_progress(claim: Claim, result) -> None:
+    """The events of a stage that claimed and finished in one transaction (a chapter's commit:
+    ``result`` says whether the chapter was committed), sent once it is done. (An error there rolls
+    the claim back too; the task's failure handler, retries spent, records it on the run: ERROR_RETRY.)"""
     run_id = claim.run_id
     with progress.listening(progress.cache_listener(claim.project_id)):
-        progress.emit({"event": "start", "run_id": run_id, "chapter": claim.chapter, "stage": "commit",
+        progress.emit({"event": "start", "run_id": run_id, "chapter": claim.chapter, "stage": claim.stage,
                        "attempt": claim.attempt})
-        progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": "commit",
-                       "committed": committed})
+        progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": claim.stage,
+                       "committed": result})
 
 
-def _stage_context(claim) -> tuple[ChapterContext, bool]:
+def _stage_context(claim: Claim) -> tuple[ChapterContext, bool]:
     """The story as this chapter sees it, and whether it was read afresh. The draft always reads
     it (a revision must see what people changed meanwhile); later stages restore the run's snapshot."""
     project = claim.project or Project.objects.get(pk=claim.project_id)

@@ -1,5 +1,5 @@
-"""The life of a pipeline run: start it, and stop, retry, cancel or recover it. Its stages are
-claimed and finished in ``pipeline.runtime.claims``.
+"""The life of a pipeline run: start it (a chapter, or a run that moves the book), and stop,
+retry, cancel or recover it. Its stages are claimed and finished in ``pipeline.runtime.claims``.
 
 The database is the state machine; the broker only wakes workers up (DESIGN §4).
 ``runs_reconcile`` re-enqueues runs whose lease expired (a killed worker) or whose wake-up message
@@ -8,6 +8,7 @@ was lost.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -18,7 +19,6 @@ from pipeline.batch_end import StopReason, batch_end
 from pipeline.blackboard import Blackboard
 from pipeline.checkpoint import checkpoint_update
 from pipeline.errors import PipelineBusy, PipelineNotReady
-from pipeline.runtime.locks import run_lock
 from pipeline.models import (
     ACTIVE_RUN_STATUSES,
     SIDE_RUN_KINDS,
@@ -30,12 +30,15 @@ from pipeline.models import (
     StageRun,
     StageRunStatus,
 )
-from pipeline.runtime.queueing import enqueue_stage
 from pipeline.runtime.claims import lease_seconds
+from pipeline.runtime.locks import run_lock_pair
+from pipeline.runtime.queueing import enqueue_stage
 from projects.lock_objects import project_lock
 from projects.models import OrchestratorState, PipelineStage, Project
 
 WRITABLE_STATES = (OrchestratorState.WRITING, OrchestratorState.CHAPTER_REWRITE)
+# a chapter run's stages, in order (pipeline/runtime/registry.py says which code runs each)
+CHAPTER_STAGES = ("draft", "summarize", "refine", "judge", "commit", "maintain")
 
 
 # --- starting ----------------------------------------------------------------------------------------
@@ -47,15 +50,18 @@ def chapter_run_start(*, project_id: int, user=None, batch_remaining: int = 0) -
     in WRITING. ``batch_remaining`` more chapters follow this one, each started when the previous
     commits (a batch is a chain of chapters). Enqueues the draft stage after commit."""
     project = project_lock(project_id)
-    return _chapter_run_create(project, user=user, batch_remaining=batch_remaining)
+    return chapter_run_create(project, user=user, batch_remaining=batch_remaining)
 
 
-def _chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0,
-                        batch_id: int | None = None, check_busy: bool = True) -> PipelineRun:
+def chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0,
+                       batch_id: int | None = None, check_busy: bool = True) -> PipelineRun:
+    """The run of the project's next chapter, queued at its draft (woken after commit), and the
+    checkpoint moved to it. The caller holds the project lock (``project`` is the locked row).
+    ``PipelineBusy`` while another run is active (unless the caller knows none can be), and
+    ``PipelineNotReady`` outside WRITING or without the chapter's contract: both before anything
+    is written, so no savepoint is needed around it."""
     if check_busy:
-        active = PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES).exclude(
-            kind__in=SIDE_RUN_KINDS).first()
-        if active is not None:
+        if (active := active_run(project)) is not None:
             raise PipelineBusy(f"{project.slug} is busy: {active}", extra={"run_id": active.pk})
     if project.orchestrator_state not in WRITABLE_STATES:
         raise PipelineNotReady(f"{project.slug} is in {project.orchestrator_state}; chapters are written in WRITING")
@@ -69,7 +75,7 @@ def _chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0
     board.as_("orchestrator").initialise(
         meta={"kind": "chapter", "chapter": chapter, "volume": volume,
               "storyline_id": data.get("storyline_id"), "batch_remaining": batch_remaining},
-        steps=["draft", "summarize", "refine", "judge", "commit", "maintain"],
+        steps=list(CHAPTER_STAGES),
     )
     run = PipelineRun.objects.create(project=project, kind=RunKind.CHAPTER, chapter=chapter,
                                      volume_number=volume, status=RunStatus.QUEUED, stage="draft",
@@ -82,6 +88,38 @@ def _chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0
     return run
 
 
+# --- runs that move the book ---------------------------------------------------------------------
+
+
+def active_run(project: Project) -> PipelineRun | None:
+    return (PipelineRun.objects.filter(project=project, status__in=ACTIVE_RUN_STATUSES)
+            .exclude(kind__in=SIDE_RUN_KINDS).first())
+
+
+def book_run_create(project: Project, *, kind: str, steps: list[str], meta: dict[str, Any], user=None,
+                    status: str = RunStatus.QUEUED, volume: int | None = None) -> PipelineRun:
+    """A new run at its first step; the caller holds the project lock. Queued runs are woken
+    after commit; a run created WAITING stops at a question the caller opens."""
+    if (busy := active_run(project)) is not None:
+        raise PipelineBusy(f"{project.slug} is busy: {busy}", extra={"run_id": busy.pk})
+    board = Blackboard()
+    board.as_("orchestrator").initialise(meta={"kind": kind, **meta}, steps=steps)
+    run = PipelineRun.objects.create(project=project, kind=kind, status=status, stage=steps[0],
+                                     volume_number=volume, blackboard=board.to_dict(), created_by=user)
+    if status == RunStatus.QUEUED:
+        enqueue_stage(run.pk, steps[0])
+    return run
+
+
+def run_resume_at(run: PipelineRun, stage: str, board: Blackboard | None = None) -> None:
+    """Send a waiting run on to ``stage`` (the caller holds the project and run locks)."""
+    if board is not None:
+        run.blackboard = board.to_dict()
+    run.stage, run.status = stage, RunStatus.QUEUED
+    run.save(update_fields=["blackboard", "stage", "status", "updated_at"])
+    enqueue_stage(run.pk, stage)
+
+
 # --- errors and recovery -----------------------------------------------------------------------------
 
 
@@ -90,11 +128,11 @@ def run_mark_error(*, run_id: int, error: str, stage: str | None = None) -> None
     """Retries are spent: the run stops with its cause in the control zone and the project goes to
     ERROR_RETRY until someone retries (``run_retry``). With ``stage``, only if the run is still at
     that stage (a duplicate message may have moved it on meanwhile)."""
-    project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
-    if project_id is None:
+    locked = run_lock_pair(run_id)
+    if locked is None:
         return
-    project_lock(project_id)
-    run = run_lock(run_id)
+    project, run = locked
+    project_id = project.pk
     if run.status not in (RunStatus.QUEUED, RunStatus.RUNNING) or (stage is not None and run.stage != stage):
         return  # finished, cancelled or moved on meanwhile (a redelivered twin committed it): nothing failed
     if run.status == RunStatus.RUNNING and run.lease_expires_at is not None and run.lease_expires_at > timezone.now():
@@ -107,7 +145,7 @@ def run_mark_error(*, run_id: int, error: str, stage: str | None = None) -> None
                                                             "at": timezone.now().isoformat(timespec="seconds")})
     run.blackboard, run.status, run.error = board.to_dict(), RunStatus.ERROR, error[:2000]
     run.lease_owner, run.lease_expires_at = "", None
-    run.save()
+    run.save(update_fields=["blackboard", "status", "error", "lease_owner", "lease_expires_at", "updated_at"])
     # An attempt the database interrupted was left open for its retry (stage_fail's keep_attempt);
     # there is none now: it failed, and a person's retry starts a new one.
     StageRun.objects.filter(run=run, status=StageRunStatus.RUNNING).update(
@@ -134,15 +172,15 @@ def _resume_state(run: PipelineRun) -> str:
 @transaction.atomic(durable=True)
 def run_retry(*, run_id: int, user=None) -> PipelineRun:
     """Resume a run stopped in ERROR from the stage it failed in (a fresh set of retries)."""
-    project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
-    if project_id is None:
+    locked = run_lock_pair(run_id)
+    if locked is None:
         raise PipelineNotReady("no such run")
-    project_lock(project_id)
-    run = run_lock(run_id)
+    project, run = locked
+    project_id = project.pk
     if run.status != RunStatus.ERROR:
         raise PipelineNotReady(f"run {run.pk} is {run.status}, not in error")
     run.status, run.attempt, run.error = RunStatus.QUEUED, 0, ""
-    run.save()
+    run.save(update_fields=["status", "attempt", "error", "updated_at"])
     if run.kind not in SIDE_RUN_KINDS:
         checkpoint_update(project_id, orchestrator_state=_resume_state(run), run=run, actor=user,
                           reason=f"retry of {run.stage}")
@@ -154,15 +192,15 @@ def run_retry(*, run_id: int, user=None) -> PipelineRun:
 def run_cancel(*, run_id: int, user=None) -> None:
     """Stop a run; its staged work is dropped and the project is idle again (a chapter run's
     project is back in WRITING; other runs leave the state where their step would start again)."""
-    project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
-    if project_id is None:
+    locked = run_lock_pair(run_id)
+    if locked is None:
         return
-    project_lock(project_id)
-    run = run_lock(run_id)
+    project, run = locked
+    project_id = project.pk
     if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
         return
     run.status, run.finished_at, run.lease_owner, run.lease_expires_at = RunStatus.CANCELLED, timezone.now(), "", None
-    run.save()
+    run.save(update_fields=["status", "finished_at", "lease_owner", "lease_expires_at", "updated_at"])
     # its NOVEL_ASK questions go with it: nobody can answer them any more (the run no longer waits)
     GateQuestion.objects.filter(run=run, status=GateStatus.OPEN).update(status=GateStatus.CANCELLED)
     if run.kind in SIDE_RUN_KINDS:

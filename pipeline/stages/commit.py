@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from pipeline.blackboard import Blackboard
 from pipeline.chapter_lint import commit_blocked_by_lint
-from pipeline.models import RunKind, StageRun, StageRunStatus, StateTransition
+from pipeline.models import StageRun, StageRunStatus, StateTransition
 from pipeline.runtime.claims import Claim, StageOutcome, apply_outcome, claim_locked
 from pipeline.stages.maintain import batch_continue, maintenance_due
 from projects.models import OrchestratorState, PipelineStage
@@ -63,14 +63,12 @@ def chapter_commit(*, run_id: int, owner: str) -> tuple[Claim, bool | None] | No
     no lease needs to outlive it (a worker that dies here leaves nothing behind, and the
     redelivered task claims again). None when there was nothing to claim; otherwise the claim and
     True when the chapter was committed, False when the delta was stale and the run went back to
-    summarize or its hard craft-lint findings sent it back to refine, None when the run is not a chapter run (a rewrite commits through its own step,
-    under the lease this claim took)."""
+    summarize or its hard craft-lint findings sent it back to refine. (A rewrite commits through
+    its own step, pipeline/stages/revision.py.)"""
     claimed = claim_locked(run_id=run_id, stage="commit", owner=owner, with_context=False)
     if claimed is None:
         return None
     claim, run = claimed
-    if claim.kind != RunKind.CHAPTER:
-        return claim, None
     project = claim.project
     from_state = project.orchestrator_state
     board = Blackboard(run.blackboard)

@@ -15,12 +15,11 @@ from pipeline.context import ChapterContext
 from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.facts_recall import fact_line
 from pipeline.jacquard.skein import PromptBlock
-from pipeline.runtime.locks import run_lock
-from pipeline.runtime.runs import _chapter_run_create
+from pipeline.runtime.locks import claimed_run_lock
+from pipeline.runtime.runs import chapter_run_create
 from pipeline.spending import manual_budget_left
-from pipeline.runtime.claims import Claim, StageOutcome, _holding, apply_outcome
+from pipeline.runtime.claims import Claim, StageOutcome, apply_outcome
 from pipeline.stages.base import data_block, llm_call
-from projects.lock_objects import project_lock_id
 from projects.ids import CHAPTERS_PER_VOLUME
 from projects.models import ArchivedSummary, ChapterContract, Project
 from projects.selectors import story_facts_open
@@ -123,9 +122,7 @@ def maintenance_due(*, project_id: int, chapter: int, volume: int) -> bool:
 @transaction.atomic(durable=True)
 def maintain_finish(*, claim: Claim, outcome: StageOutcome) -> int | None:
     """End the run; in a batch, start the next chapter in the same transaction. Returns its run id."""
-    project_lock_id(claim.project_id)
-    run = run_lock(claim.run_id, with_context=False, with_blackboard=False)
-    _holding(run, claim)
+    _project, run = claimed_run_lock(claim, with_blackboard=False)
     apply_outcome(run, claim, outcome)
     return batch_continue(run, outcome.blackboard)
 
@@ -140,7 +137,7 @@ def batch_continue(run, blackboard: dict, *, project: Project | None = None) -> 
         return None
     if not batch_goes_on(run):
         return None
-    if project is None:  # the fields _chapter_run_create reads
+    if project is None:  # the fields chapter_run_create reads
         project = Project.objects.only("slug", "orchestrator_state", "last_completed_chapter",
                                        "manual_cost_cap_usd").get(pk=run.project_id)
     if run.batch_id is None and manual_budget_left(project) <= 0:
@@ -151,7 +148,7 @@ def batch_continue(run, blackboard: dict, *, project: Project | None = None) -> 
         # It refuses (raises) before it writes anything, so no savepoint is needed around it. The
         # run that just finished was the project's one active run (pipelinerun_one_active_per_project),
         # so no other can be active: no need to look.
-        return _chapter_run_create(project, user=run.created_by if run.created_by_id else None,
+        return chapter_run_create(project, user=run.created_by if run.created_by_id else None,
                                    batch_remaining=remaining - 1, batch_id=run.batch_id, check_busy=False).pk
     except (PipelineBusy, PipelineNotReady) as exc:
         # the end of the planned volume, or someone else started something: the batch stops

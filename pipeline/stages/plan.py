@@ -17,11 +17,14 @@ from django.db import transaction
 from django.db.models import Max
 
 from pipeline.blackboard import Blackboard
-from pipeline.book_runs import Step, active_run, book_run_create, finish_locked, run_resume_at, stage_content, staged
+from pipeline.book_runs import stage_content, staged
+from pipeline.runtime.claims import finish_locked
+from pipeline.runtime.runs import active_run, book_run_create, run_resume_at
+from pipeline.runtime.stage import Stage
 from pipeline.errors import PipelineNotReady
 from pipeline.gates import answer_path_for, gate_handler
 from pipeline.llm.types import LLMBadOutput
-from pipeline.runtime.locks import run_lock
+from pipeline.runtime.locks import run_lock_pair
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.plan_validation import VolumePlan, validate_volume_plan
 from pipeline.checkpoint import checkpoint_update
@@ -226,11 +229,10 @@ def volume_plan_edit(*, run_id: int, plan: dict[str, Any], user) -> list[str]:
     """A person edits the staged plan while it waits for approval: the edited plan (same volume and
     range) replaces the staged one if it passes the facts §6 rules (the previous version stays in
     the blackboard's history, for the diff view). Returns the warnings; InvalidData lists the errors."""
-    project_id = PipelineRun.objects.filter(pk=run_id).values_list("project_id", flat=True).first()
-    if project_id is None:
+    locked = run_lock_pair(run_id)
+    if locked is None:
         raise PipelineNotReady("no such run")
-    project = project_lock(project_id)
-    run = run_lock(run_id)
+    project, run = locked
     if run.kind != RunKind.PLAN or run.status != RunStatus.WAITING:
         raise PipelineNotReady("only a plan waiting for approval can be edited")
     board = Blackboard(run.blackboard)
@@ -300,7 +302,7 @@ def plan_waiting(project: Project) -> PipelineRun | None:
     return run if run is not None and run.kind == RunKind.PLAN and run.status == RunStatus.WAITING else None
 
 
-PLAN_STEPS: dict[str, Step] = {
-    "volume:outline": Step(_outline), "volume:validate": Step(_validate),
-    "volume:commit": Step(_commit, _commit_finish), "volume:characters": Step(_characters, _characters_finish),
+PLAN_STEPS: dict[str, Stage] = {
+    "volume:outline": Stage(_outline), "volume:validate": Stage(_validate),
+    "volume:commit": Stage(_commit, _commit_finish), "volume:characters": Stage(_characters, _characters_finish),
 }

@@ -14,7 +14,10 @@ from typing import Any
 from django.db import transaction
 
 from pipeline.blackboard import Blackboard
-from pipeline.book_runs import Step, book_run_create, finish_locked, run_resume_at, stage_content, staged
+from pipeline.book_runs import stage_content, staged
+from pipeline.runtime.claims import finish_locked
+from pipeline.runtime.runs import book_run_create, run_resume_at
+from pipeline.runtime.stage import Stage
 from pipeline.errors import PipelineNotReady
 from pipeline.gates import answer_path_for, gate_handler, question_open, question_reuse
 from pipeline.llm.types import LLMBadOutput
@@ -269,7 +272,7 @@ def _results_finish(*, claim: Claim, outcome: StageOutcome) -> None:
     finish_locked(claim, outcome, write)
 
 
-QUICKSTART_STEPS: dict[str, Step] = {
-    "quickstart:world": Step(_world), "quickstart:characters": Step(_characters), "quickstart:style": Step(_style),
-    "quickstart:f0": Step(_f0), "quickstart:trial": Step(_trial), "quickstart:results": Step(_results, _results_finish),
+QUICKSTART_STEPS: dict[str, Stage] = {
+    "quickstart:world": Stage(_world), "quickstart:characters": Stage(_characters), "quickstart:style": Stage(_style),
+    "quickstart:f0": Stage(_f0), "quickstart:trial": Stage(_trial), "quickstart:results": Stage(_results, _results_finish),
 }

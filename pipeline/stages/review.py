@@ -17,7 +17,10 @@ from django.db.models import Max
 from django.utils import timezone
 
 from pipeline.blackboard import Blackboard
-from pipeline.book_runs import Step, book_run_create, finish_locked, stage_content, staged
+from pipeline.book_runs import stage_content, staged
+from pipeline.runtime.claims import finish_locked
+from pipeline.runtime.runs import book_run_create
+from pipeline.runtime.stage import Stage
 from pipeline.errors import PipelineNotReady
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import PipelineRun, RunKind
@@ -198,7 +201,7 @@ def _transition_finish(*, claim: Claim, outcome: StageOutcome) -> None:
     finish_locked(claim, outcome, write)
 
 
-REVIEW_STEPS: dict[str, Step] = {
-    "review:collect": Step(_collect), "review:audit": Step(_audit), "review:report": Step(_report),
-    "review:cleanup": Step(_cleanup), "review:transition": Step(_transition, _transition_finish),
+REVIEW_STEPS: dict[str, Stage] = {
+    "review:collect": Stage(_collect), "review:audit": Stage(_audit), "review:report": Stage(_report),
+    "review:cleanup": Stage(_cleanup), "review:transition": Stage(_transition, _transition_finish),
 }

@@ -17,7 +17,8 @@ from django.db import transaction
 
 from pipeline.blackboard import Blackboard
 from pipeline.chapter_gate import chapter_pause_gate, pause_question
-from pipeline.book_runs import Step, finish_locked
+from pipeline.runtime.claims import finish_locked
+from pipeline.runtime.stage import Stage
 from pipeline.gate import decide
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import RunStatus
@@ -142,5 +143,5 @@ def _commit_finish(*, claim: Claim, outcome: StageOutcome) -> None:
     finish_locked(claim, outcome, write)
 
 
-REVISION_STEPS: dict[str, Step] = {"draft": Step(_draft), "judge": Step(_judge),
-                                   "commit": Step(_commit, _commit_finish)}
+REVISION_STEPS: dict[str, Stage] = {"draft": Stage(_draft), "judge": Stage(_judge),
+                                   "commit": Stage(_commit, _commit_finish)}

@@ -15,7 +15,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from pipeline.blackboard import Blackboard
-from pipeline.book_runs import Step, finish_locked, stage_content, staged
+from pipeline.book_runs import stage_content, staged
+from pipeline.runtime.claims import finish_locked
+from pipeline.runtime.stage import Stage
 from pipeline.errors import PipelineNotReady
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import ACTIVE_RUN_STATUSES, PipelineRun, RunKind, RunStatus
@@ -190,4 +192,4 @@ def _style_finish(*, claim: Claim, outcome: StageOutcome) -> None:
     finish_locked(claim, outcome, write)
 
 
-STYLE_STEPS: dict[str, Step] = {STEP: Step(_style, _style_finish)}
+STYLE_STEPS: dict[str, Stage] = {STEP: Stage(_style, _style_finish)}

@@ -19,7 +19,7 @@ def run_list(request, slug: str):
     access = project_access(request, slug)
     chapter = query_int(request.GET, "chapter")  # a malformed number: 404 (NovelsiteErrorMiddleware)
     runs = runs_recent(project=access.project, chapter=chapter)
-    return render(request, "pipeline/runtime/runs.html", page_context(access, runs=runs, chapter=chapter))
+    return render(request, "pipeline/runs.html", page_context(access, runs=runs, chapter=chapter))
 
 
 @login_required
