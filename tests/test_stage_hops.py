@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from pipeline.errors import LeaseLost
 from pipeline.runtime.locks import project_lock_of_run, run_lock
-from pipeline.models import GateQuestion, PipelineRun, PromptTemplate, RunStatus, StageRun
+from pipeline.models import PipelineRun, PromptTemplate, RunStatus, StageRun
 from pipeline.prompts import default_source
 from pipeline.runtime.runs import chapter_run_start
 from pipeline.runtime.claims import StageOutcome, stage_claim, stage_complete
