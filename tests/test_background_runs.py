@@ -203,12 +203,14 @@ def test_api_actions_answer_202_at_once(client, settings, book, background_runs_
 
 def test_a_bug_in_the_background_marks_the_run_failed_with_its_cause(client, settings, book, background_runs_on,
                                                                       monkeypatch, caplog):
-    from pipeline.stages import draft
+    from pipeline.models import RunKind
+    from pipeline.runtime.registry import STAGES
+    from pipeline.runtime.stage import CHAPTER, Stage
 
     def broken(*args, **kwargs):
         raise RuntimeError("the draft stage broke")
 
-    monkeypatch.setattr(draft, "execute", broken)
+    monkeypatch.setitem(STAGES, (RunKind.CHAPTER, "draft"), Stage(broken, reads=CHAPTER))
     post_at_once(client, settings, reverse("write", args=[book.slug]), {"count": "1"})
     eventually(lambda: run_is(book, RunStatus.ERROR), what="the failure is recorded")
     assert background_idle_wait(30)
