@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from novelsite.llm_providers import project_problems
 from pipeline.morning_summary import batch_morning_summary
@@ -35,6 +35,7 @@ MAX_CHAPTERS_PER_CLICK = 30  # one volume; longer batches belong to the nightly 
 
 
 @login_required
+@require_safe
 def dashboard(request, slug: str):
     access = project_access(request, slug)
     project = access.project
@@ -99,6 +100,7 @@ def _lint_chart(xs: list[int], metrics) -> str:
 
 
 @login_required
+@require_safe
 def progress_view(request, slug: str):
     """The live progress fragment the dashboard polls (JSON)."""
     access = project_access(request, slug)

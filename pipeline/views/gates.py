@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from pipeline.gates import gate_answer_submit
 from pipeline.models import GateQuestion, GateStatus
@@ -101,6 +101,7 @@ def answers_from_post(question: GateQuestion, post) -> dict:
 
 
 @login_required
+@require_safe
 def gate_list(request, slug: str):
     access = project_access(request, slug)
     questions = [{"question": q, "fields": question_fields(q), "review": chapter_review(q)}
@@ -149,6 +150,7 @@ def _contracts_in_order(contracts) -> list[tuple[int, dict]]:
 
 
 @login_required
+@require_safe
 def plan_view(request, slug: str):
     access = project_access(request, slug)
     run = _plan_run(access.project)

@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.promotion.platforms import PLATFORMS, STYLES
@@ -33,6 +33,7 @@ def _target(post) -> dict:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def promotion_list(request, slug: str):
     access = project_access(request, slug, Action.EDIT if request.method == "POST" else Action.READ)
     if request.method == "POST":
@@ -53,6 +54,7 @@ def promotion_list(request, slug: str):
 
 
 @login_required
+@require_safe
 def promotion_view(request, slug: str, run_id: int):
     access = project_access(request, slug)
     run = PipelineRun.objects.filter(project=access.project, kind=RunKind.PROMOTION, pk=run_id).first()

@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import render
 from django.utils.translation import gettext as _
+from django.views.decorators.http import require_safe
 
 from pipeline.selectors import run_detail, runs_recent
 from projects.query_params import query_int
@@ -15,6 +16,7 @@ from projects.views.access import page_context, project_access
 
 
 @login_required
+@require_safe
 def run_list(request, slug: str):
     access = project_access(request, slug)
     chapter = query_int(request.GET, "chapter")  # a malformed number: 404 (NovelsiteErrorMiddleware)
@@ -23,6 +25,7 @@ def run_list(request, slug: str):
 
 
 @login_required
+@require_safe
 def run_view(request, slug: str, run_id: int):
     access = project_access(request, slug)
     run = run_detail(project=access.project, run_id=run_id)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
+from django.views.decorators.http import require_safe
 
 from pipeline.staged_reading import quickstart_trial
 from projects.views.access import page_context, project_access
 
 
 @login_required
+@require_safe
 def trial_view(request, slug: str):
     access = project_access(request, slug)
     return render(request, "pipeline/trial.html", page_context(access, trial=quickstart_trial(project=access.project)))

@@ -8,7 +8,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from projects.chapter_marks import chapter_marks, marked_paragraphs
 from projects.errors import InvalidData, VersionConflict
@@ -31,6 +31,7 @@ def _chapter(project, number: int) -> Chapter:
 
 
 @login_required
+@require_safe
 def chapter_list(request, slug: str):
     """The volumes with their chapter counts, and the chapters of one volume (``?volume=N``,
     default the latest volume with chapters): a 1000-chapter book is not one page."""
@@ -54,6 +55,7 @@ def _mark_counts(marks: list[dict]) -> list[tuple[str, str, int]]:
 
 
 @login_required
+@require_safe
 def chapter_read(request, slug: str, number: int):
     access = project_access(request, slug)
     chapter = _chapter(access.project, number)
@@ -110,6 +112,7 @@ def chapter_edit(request, slug: str, number: int):
 
 
 @login_required
+@require_safe
 def chapter_history(request, slug: str, number: int):
     access = project_access(request, slug)
     chapter = _chapter(access.project, number)

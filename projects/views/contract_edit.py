@@ -17,7 +17,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 
 from projects.errors import InvalidData, VersionConflict
 from projects.json_input import json_loads_checked
@@ -192,6 +192,7 @@ def _set_or_drop(data: dict, key: str, value: str) -> None:
 
 
 @login_required
+@require_safe
 def contract_list(request, slug: str):
     access = project_access(request, slug)
     contracts = ChapterContract.objects.filter(project=access.project).select_related("volume").order_by("chapter")

@@ -6,6 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, StreamingHttpResponse
 from django.utils.encoding import escape_uri_path
 from django.utils.translation import gettext as _
+from django.views.decorators.http import require_safe
 
 from projects.filetree.export import zip_stream
 from projects.reading_copy import book_epub, book_txt
@@ -20,6 +21,7 @@ def _attachment(response, project, extension: str):
 
 
 @login_required
+@require_safe
 def book_download(request, slug: str, kind: str):
     access = project_access(request, slug)
     project = access.project

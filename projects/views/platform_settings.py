@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_http_methods
 
 from projects.errors import NovelsiteError
 from projects.labels import label
@@ -70,6 +71,7 @@ def platform_form_initial(project: Project) -> dict:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def platform_settings_view(request, slug: str):
     """POST only in practice: the form is shown on the settings page. Another platform starts from
     that platform's own numbers; otherwise the posted numbers are saved, checked in full."""

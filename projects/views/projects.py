@@ -13,7 +13,7 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.text import format_lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from novelsite.llm_providers import project_problems
 from projects.body_limits import body_limit
@@ -74,6 +74,7 @@ class ProjectImportForm(forms.Form):
 
 
 @login_required
+@require_safe
 def project_list(request):
     projects = projects_for_user(user=request.user).order_by("title", "pk")
     return render(request, "projects/project_list.html", {"projects": projects})
@@ -100,6 +101,7 @@ def project_create_view(request):
 
 
 @login_required
+@require_safe
 def slug_suggestion_view(request):
     """The slug the create form would make from ``?title=`` (the page fills the field as one types)."""
     return JsonResponse({"slug": slug_suggest(title=request.GET.get("title", "")[:200], user=request.user)})

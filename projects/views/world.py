@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils.translation import gettext as _
+from django.views.decorators.http import require_safe
 
 from projects.models import Character, Foreshadowing, StateChange, Storyline, WorldDoc, WorldRule
 from projects.query_params import query_int
@@ -17,6 +18,7 @@ from projects.views.world_text import folded_texts
 
 
 @login_required
+@require_safe
 def world_view(request, slug: str):
     access = project_access(request, slug)
     project = access.project
@@ -48,6 +50,7 @@ def relationship_rows(data, *, names: dict[str, str]) -> list[tuple[str, str, ob
 
 
 @login_required
+@require_safe
 def state_view(request, slug: str):
     """The story state now, or after chapter ``?chapter=N`` (replayed from the changelog)."""
     access = project_access(request, slug)

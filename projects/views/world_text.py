@@ -13,6 +13,7 @@ from django.db.models.functions import Length, Substr
 from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.utils.safestring import SafeString
+from django.views.decorators.http import require_safe
 
 from projects import long_text
 from projects.markdown_cache import render_markdown_cached
@@ -45,6 +46,7 @@ READABLE = {"docs": (WorldDoc, "name", "content"), "characters": (Character, "sl
 
 
 @login_required
+@require_safe
 def world_text_view(request, slug: str, kind: str, key: str):
     """One world document or character profile, whole, one page at a time (``?page=N``)."""
     access = project_access(request, slug)
