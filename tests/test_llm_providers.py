@@ -107,6 +107,21 @@ def test_backends_are_built_per_provider_with_the_key_from_its_variable(table):
     assert "sk-deepseek-secret" not in repr(lp.providers()["deepseek"])
 
 
+def test_a_row_without_a_key_never_gets_the_built_in_providers_keys(table, monkeypatch):
+    """A local server (no key_env) must not be sent OPENAI_API_KEY or ANTHROPIC_API_KEY: the
+    SDKs read those when given no key, and the built-in key would reach another host."""
+    table.OPENAI_API_KEY, table.ANTHROPIC_API_KEY = "sk-openai-secret", "sk-ant-secret"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
+    table.NOVELSITE_LLM_PROVIDERS = [DEEPSEEK, OLLAMA, {**OLLAMA, "name": "local-claude", "kind": "anthropic"}]
+    reset_backends()
+
+    assert get_backend("ollama").client.api_key == "not-needed"
+    assert get_backend("local-claude").client.api_key == "not-needed"
+    assert get_backend("openai").client.api_key == "sk-openai-secret"  # the built-in ones keep theirs
+    assert get_backend("anthropic").client.api_key == "sk-ant-secret"
+
+
 @pytest.mark.parametrize(("row", "message"), [
     ({"kind": "openai"}, "needs a \"name\""),
     ({"name": "x", "kind": "gemini", "default_model": "m"}, "\"kind\" must be one of"),

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from functools import cache
 
-from novelsite.llm_providers import Provider, ProviderConfigError, providers, resolve_choice
+from novelsite.llm_providers import BUILTIN, Provider, ProviderConfigError, providers, resolve_choice
 from pipeline.llm import pricing
 from pipeline.llm.types import LLMBackend, Usage
 
@@ -37,6 +37,21 @@ def _pricer(provider: Provider):
     return price
 
 
+# What a provider row without a key sends: something, so that neither the client nor its SDK reaches
+# for a key of its own (OpenAI's and Anthropic's SDKs read OPENAI_API_KEY / ANTHROPIC_API_KEY).
+NO_KEY = "not-needed"
+
+
+def _api_key(provider: Provider) -> str | None:
+    """The key ``provider`` is called with. The built-in providers read their own variable (or,
+    without it, the SDK's credential chain, which reads the same). A row of the provider table gets
+    only the variable its ``key_env`` names: the built-in key must never reach another server."""
+    key = provider.api_key()
+    if provider.name in BUILTIN:
+        return key or None
+    return key or NO_KEY
+
+
 @cache
 def _shared(name: str) -> LLMBackend:
     provider = providers().get(name)
@@ -45,13 +60,13 @@ def _shared(name: str) -> LLMBackend:
     if provider.kind == "anthropic":
         from pipeline.llm.anthropic_backend import AnthropicBackend
 
-        return AnthropicBackend(name=provider.name, api_key=provider.api_key() or None,
+        return AnthropicBackend(name=provider.name, api_key=_api_key(provider),
                                 base_url=provider.base_url or None, timeout=provider.timeout,
                                 max_retries=provider.max_retries, price=_pricer(provider))
     if provider.kind == "openai":
         from pipeline.llm.openai_backend import OpenAIBackend
 
-        return OpenAIBackend(name=provider.name, api_key=provider.api_key() or None,
+        return OpenAIBackend(name=provider.name, api_key=_api_key(provider),
                              base_url=provider.base_url or None, timeout=provider.timeout,
                              max_retries=provider.max_retries, price=_pricer(provider))
     from pipeline.llm.offline import OfflineBackend
