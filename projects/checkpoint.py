@@ -30,15 +30,6 @@ def checkpoint_moment(text: str) -> datetime | None:
     return moment
 
 
-def legacy_state(checkpoint: dict[str, Any]) -> str:
-    """facts §3: the state of a checkpoint written without ``orchestrator_state``."""
-    stage, inflight = checkpoint.get("pipeline_stage"), checkpoint.get("inflight_chapter")
-    idle = stage in (None, "committed")
-    if (idle and inflight is not None) or (not idle and inflight is None):
-        return "ERROR_RETRY"
-    return "CHAPTER_REWRITE" if stage == "revising" else "WRITING"
-
-
 def checkpoint_of(project: Project, *, imported_time: str | None = None) -> dict[str, Any]:
     """Known fields in the seed's order, then the unknown keys an import preserved.
     ``imported_time``: the time as the imported tree wrote it, reused while it is still the same."""

@@ -22,6 +22,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
 from projects.schemas import SCORE_DIMENSIONS
+from projects.vocabulary import OrchestratorState, PipelineStage
 
 Label = str | Promise
 PatternLabel = Callable[[str], str | None]  # a code -> its label, or None when the pattern does not fit
@@ -68,22 +69,22 @@ def yes_no(value: bool) -> str:
 # --- the story's vocabulary ----------------------------------------------------------------------
 
 labels_register("state", {  # facts §3 orchestrator states
-    "INIT": _("Just created"),
-    "QUICK_START": _("Quick start"),
-    "VOL_PLANNING": _("Planning a volume"),
-    "WRITING": _("Writing"),
-    "CHAPTER_REWRITE": _("Rewriting a chapter"),
-    "VOL_REVIEW": _("Reviewing a volume"),
-    "ERROR_RETRY": _("Stopped by an error"),
+    OrchestratorState.INIT: _("Just created"),
+    OrchestratorState.QUICK_START: _("Quick start"),
+    OrchestratorState.VOL_PLANNING: _("Planning a volume"),
+    OrchestratorState.WRITING: _("Writing"),
+    OrchestratorState.CHAPTER_REWRITE: _("Rewriting a chapter"),
+    OrchestratorState.VOL_REVIEW: _("Reviewing a volume"),
+    OrchestratorState.ERROR_RETRY: _("Stopped by an error"),
 })
 
 labels_register("stage", {  # seed 000 §9.2 pipeline_stage
-    "drafting": _("drafting"),
-    "drafted": _("drafted"),
-    "refined": _("polished"),
-    "judged": _("judged"),
-    "revising": _("revising"),
-    "committed": _("committed"),
+    PipelineStage.DRAFTING: _("drafting"),
+    PipelineStage.DRAFTED: _("drafted"),
+    PipelineStage.REFINED: _("polished"),
+    PipelineStage.JUDGED: _("judged"),
+    PipelineStage.REVISING: _("revising"),
+    PipelineStage.COMMITTED: _("committed"),
 })
 
 labels_register("dimension", {  # facts §10.11, projects.schemas.SCORE_DIMENSIONS, plus promotion hooks

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from projects.vocabulary import (
+    ORCHESTRATOR_STATES, PIPELINE_STAGES, QUICKSTART_PHASES, STYLE_SOURCE_TYPES, VOLUME_PIPELINE_STAGES,
+)
+
 SLUG_PATTERN = r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$(?!\n)"  # the lookahead refuses a trailing newline, which $ allows
 
 Schema = dict[str, Any]
@@ -37,7 +41,7 @@ STYLE_PROFILE: Schema = {  # style-profile.json, facts §10.12 (keys starting wi
     "type": "object",
     "title": "Style profile",
     "properties": {
-        "source_type": {"type": "string", "enum": ["original", "reference", "template", "write_then_extract"]},
+        "source_type": {"type": "string", "enum": list(STYLE_SOURCE_TYPES)},
         "reference_author": _nullable("string"),
         "platform": _nullable("string"),
         "avg_sentence_length": _nullable("number", minimum=0),
@@ -706,8 +710,6 @@ ANSWER_SPEC: Schema = {
 
 # --- Whole files of the tree, as the importer reads them -------------------------------------------
 
-ORCHESTRATOR_STATES = ("INIT", "QUICK_START", "VOL_PLANNING", "WRITING", "CHAPTER_REWRITE", "VOL_REVIEW",
-                       "ERROR_RETRY")
 _COUNTER: Schema = {"type": "integer", "minimum": 0}
 
 CHECKPOINT_FILE: Schema = {  # .checkpoint.json, facts §3 (unknown keys are kept)
@@ -716,11 +718,9 @@ CHECKPOINT_FILE: Schema = {  # .checkpoint.json, facts §3 (unknown keys are kep
         "last_completed_chapter": _COUNTER,
         "current_volume": {"type": "integer", "minimum": 1},
         "orchestrator_state": {"type": "string", "enum": list(ORCHESTRATOR_STATES)},
-        "pipeline_stage": _nullable("string", enum=["drafting", "drafted", "refined", "judged", "revising",
-                                                    "committed", None]),
-        "volume_pipeline_stage": _nullable("string", enum=["outline", "validate", "commit", None]),
-        "quickstart_phase": _nullable("string", enum=["world", "characters", "style", "f0", "trial", "results",
-                                                      None]),
+        "pipeline_stage": _nullable("string", enum=[*PIPELINE_STAGES, None]),
+        "volume_pipeline_stage": _nullable("string", enum=[*VOLUME_PIPELINE_STAGES, None]),
+        "quickstart_phase": _nullable("string", enum=[*QUICKSTART_PHASES, None]),
         "inflight_chapter": _nullable("integer", minimum=1),
         "revision_count": _COUNTER,
         "hook_fix_count": _COUNTER,

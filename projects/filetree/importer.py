@@ -15,7 +15,7 @@ from django.db import DataError, IntegrityError, transaction
 from django.utils.text import slugify
 from simple_history.utils import bulk_create_with_history
 
-from projects.checkpoint import checkpoint_moment, legacy_state
+from projects.checkpoint import checkpoint_moment
 from projects.evaluations import chapter_log_columns, evaluation_columns
 from projects.filetree import paths
 from projects.filetree.changelogs import IMPORT_REASON
@@ -59,6 +59,7 @@ from projects.services.appearances import character_appearances_rebuild
 from projects.slugs import slug_not_available_message, slug_unavailable_message
 from projects.state_ops import empty_state
 from projects.text_stats import count_chars
+from projects.vocabulary import OrchestratorState, legacy_state
 
 BATCH = 500
 
@@ -211,7 +212,7 @@ def _checkpoint_fields(checkpoint: dict[str, Any] | None) -> dict[str, Any]:
     """facts §3: no checkpoint means INIT; without orchestrator_state, infer it from legacy fields;
     unknown keys are kept."""
     if checkpoint is None:
-        return {"orchestrator_state": "INIT"}
+        return {"orchestrator_state": OrchestratorState.INIT}
     fields = {name: checkpoint[name] for name in CHECKPOINT_FIELDS if name in checkpoint}
     fields.setdefault("orchestrator_state", legacy_state(checkpoint))
     fields["pending_actions"] = checkpoint.get("pending_actions", [])

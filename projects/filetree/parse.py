@@ -14,7 +14,6 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
-from projects.checkpoint import legacy_state
 from projects.evaluations import chapter_log_columns, evaluation_columns
 from projects.filetree import paths, platform_files
 from projects.filetree.chapter_heading import heading_title
@@ -28,6 +27,7 @@ from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
 from projects.services.facts import story_facts_file_issues
 from projects.text_stats import count_chars
 from projects.state_ops import PatchError, replay
+from projects.vocabulary import legacy_state
 
 STORYLINE_LINE_RE = re.compile(r"^-\s*storyline_id:\s*([A-Za-z0-9_-]+)\s*$", re.MULTILINE)
 

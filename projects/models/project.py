@@ -15,6 +15,7 @@ from projects.platforms.profiles import (
     platform_profile_problems,
 )
 from projects.text_stats import count_chars
+from projects.vocabulary import OrchestratorState, PipelineStage, QuickstartPhase, VolumePipelineStage, model_choices
 
 BRIEF_MAX_CHARS = 1000  # seed 000 §9.1: brief.md, ≤1000 字
 
@@ -26,40 +27,6 @@ def validate_brief_length(value: str) -> None:
     if size > BRIEF_MAX_CHARS:
         raise ValidationError(f"The brief has {size} characters (字, whitespace not counted); at most "
                               f"{BRIEF_MAX_CHARS}.", code="brief_too_long")
-
-
-class OrchestratorState(models.TextChoices):  # facts §3; no .checkpoint.json means INIT
-    INIT = "INIT"
-    QUICK_START = "QUICK_START"
-    VOL_PLANNING = "VOL_PLANNING"
-    WRITING = "WRITING"
-    CHAPTER_REWRITE = "CHAPTER_REWRITE"
-    VOL_REVIEW = "VOL_REVIEW"
-    ERROR_RETRY = "ERROR_RETRY"
-
-
-class PipelineStage(models.TextChoices):  # seed 000 §9.2; null means idle
-    DRAFTING = "drafting"
-    DRAFTED = "drafted"
-    REFINED = "refined"
-    JUDGED = "judged"
-    REVISING = "revising"
-    COMMITTED = "committed"
-
-
-class VolumePipelineStage(models.TextChoices):  # facts §3
-    OUTLINE = "outline"
-    VALIDATE = "validate"
-    COMMIT = "commit"
-
-
-class QuickstartPhase(models.TextChoices):  # facts §5
-    WORLD = "world"
-    CHARACTERS = "characters"
-    STYLE = "style"
-    F0 = "f0"
-    TRIAL = "trial"
-    RESULTS = "results"
 
 
 class TargetPlatform(models.TextChoices):  # issue #17 §1: where the novel is published (not promotion sites)
@@ -134,10 +101,12 @@ class Project(models.Model):
     # --- checkpoint (.checkpoint.json, facts §3) ---
     last_completed_chapter = models.PositiveIntegerField(default=0)
     current_volume = models.PositiveIntegerField(default=1, validators=[MinValueValidator(1)])
-    orchestrator_state = models.CharField(max_length=20, choices=OrchestratorState, default=OrchestratorState.INIT)
-    pipeline_stage = models.CharField(max_length=12, choices=PipelineStage, null=True, blank=True)
-    volume_pipeline_stage = models.CharField(max_length=10, choices=VolumePipelineStage, null=True, blank=True)
-    quickstart_phase = models.CharField(max_length=12, choices=QuickstartPhase, null=True, blank=True)
+    orchestrator_state = models.CharField(max_length=20, choices=model_choices(OrchestratorState),
+                                          default=OrchestratorState.INIT.value)
+    pipeline_stage = models.CharField(max_length=12, choices=model_choices(PipelineStage), null=True, blank=True)
+    volume_pipeline_stage = models.CharField(max_length=10, choices=model_choices(VolumePipelineStage), null=True,
+                                             blank=True)
+    quickstart_phase = models.CharField(max_length=12, choices=model_choices(QuickstartPhase), null=True, blank=True)
     inflight_chapter = models.PositiveIntegerField(null=True, blank=True, validators=[MinValueValidator(1)])
     revision_count = models.PositiveSmallIntegerField(default=0)
     hook_fix_count = models.PositiveSmallIntegerField(default=0)
