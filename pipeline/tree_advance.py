@@ -42,14 +42,17 @@ from pipeline.step_files import (
     refuse_unsupported, step_of,
 )
 from pipeline.tree_reader import CHECKPOINT, TreeReader
-from pipeline.tree_steps import orchestrator_state, validate_step
+from pipeline.tree_steps import validate_step
 from projects.checkpoint import checkpoint_time_text
 from projects.errors import NovelsiteError
 from projects.filetree.canonical import dump_json
+from projects.vocabulary import (
+    IDLE_PIPELINE_STAGES, STAGE_AFTER, OrchestratorState, PipelineStage, QuickstartPhase, VolumePipelineStage,
+    checkpoint_state,
+)
 
 LOCK_DIR = ".novel.lock"
 LOCK_STALE_SECONDS = 30 * 60  # facts §9
-STAGE_AFTER = {"draft": "drafting", "summarize": "drafted", "refine": "refined", "judge": "judged"}  # facts §3
 
 
 class StepValidationFailed(NovelsiteError):
@@ -116,21 +119,23 @@ def _chapter(root: Path, step: StepId, checkpoint: dict, updated: dict) -> None:
     previous_stage, previous_inflight = checkpoint.get("pipeline_stage"), checkpoint.get("inflight_chapter")
     updated["pipeline_stage"] = STAGE_AFTER[step.phase]
     updated["inflight_chapter"] = number
-    rewriting = orchestrator_state(checkpoint) == "CHAPTER_REWRITE" or previous_stage == "revising"
-    updated["orchestrator_state"] = "CHAPTER_REWRITE" if rewriting else "WRITING"
+    rewriting = (checkpoint_state(checkpoint) == OrchestratorState.CHAPTER_REWRITE
+                 or previous_stage == PipelineStage.REVISING)
+    updated["orchestrator_state"] = OrchestratorState.CHAPTER_REWRITE if rewriting else OrchestratorState.WRITING
     same_chapter = previous_inflight == number
     stale: list[str] = []
     if step.phase == "draft":
         updated.setdefault("revision_count", 0)
         updated["hook_fix_count"] = updated["title_fix_count"] = 0
         stale.append(files.title_snapshot)
-        if same_chapter and previous_stage not in (None, "drafting"):  # a re-draft: stale downstream outputs go
+        # a re-draft: stale downstream outputs go
+        if same_chapter and previous_stage not in (None, PipelineStage.DRAFTING):
             stale += [files.summary, files.delta, files.crossref, files.evaluation, files.refiner_changes]
-            if previous_stage == "judged":  # the gate sent it back: one revision spent
+            if previous_stage == PipelineStage.JUDGED:  # the gate sent it back: one revision spent
                 _count_revision(updated)
     elif step.phase == "refine":
         stale.append(files.evaluation)  # the text changed: the old eval no longer applies
-        if same_chapter and previous_stage == "judged":  # a polish loop counts as a revision
+        if same_chapter and previous_stage == PipelineStage.JUDGED:  # a polish loop counts as a revision
             _count_revision(updated)
     _remove_all(root, stale)
 
@@ -138,29 +143,30 @@ def _chapter(root: Path, step: StepId, checkpoint: dict, updated: dict) -> None:
 def _count_revision(updated: dict) -> None:
     count = updated.get("revision_count")
     updated["revision_count"] = (count if isinstance(count, int) and not isinstance(count, bool) else 0) + 1
-    updated["orchestrator_state"] = "CHAPTER_REWRITE"
+    updated["orchestrator_state"] = OrchestratorState.CHAPTER_REWRITE
 
 
 # --- Quick start (facts §5) -------------------------------------------------------------------------
 def _quickstart(root: Path, step: StepId, checkpoint: dict, updated: dict) -> Callable[[], None] | None:
-    state = orchestrator_state(checkpoint)
-    if state not in ("INIT", "QUICK_START"):
+    state = checkpoint_state(checkpoint)
+    if state not in (OrchestratorState.INIT, OrchestratorState.QUICK_START):
         raise StepOutOfOrder(f"quickstart:{step.phase} advances only from INIT or QUICK_START, not {state}")
-    if checkpoint.get("inflight_chapter") is not None or checkpoint.get("pipeline_stage") not in (None, "committed"):
+    if checkpoint.get("inflight_chapter") is not None or checkpoint.get("pipeline_stage") not in IDLE_PIPELINE_STAGES:
         raise StepOutOfOrder(f"quickstart:{step.phase}: the chapter pipeline must be idle (pipeline_stage null or "
                              "committed, inflight_chapter null)")
     updated.update(inflight_chapter=None, pipeline_stage=None, quickstart_phase=step.phase,
-                   orchestrator_state="QUICK_START")
-    if step.phase == "f0":
+                   orchestrator_state=OrchestratorState.QUICK_START)
+    if step.phase == QuickstartPhase.F0:
         source, target = plan_dir(1, staged=True), plan_dir(1, staged=False)
         if os.path.lexists(root / target):
             raise StepOutOfOrder(f"{target}: already exists; refusing to overwrite it with {source}")
         _safe(root, source)
         _safe(root, target)
         _move(root, source, target)
-    elif step.phase == "results":
+    elif step.phase == QuickstartPhase.RESULTS:
         _copy_quickstart_results(root)
-        updated.update(orchestrator_state="VOL_PLANNING", quickstart_phase=None, volume_pipeline_stage=None)
+        updated.update(orchestrator_state=OrchestratorState.VOL_PLANNING, quickstart_phase=None,
+                       volume_pipeline_stage=None)
         return lambda: _remove(root, QUICKSTART_DIR)
     return None
 
@@ -192,28 +198,30 @@ def _copy_quickstart_results(root: Path) -> None:
 
 # --- Volume planning (facts §6) ---------------------------------------------------------------------
 def _volume(root: Path, step: StepId, checkpoint: dict, updated: dict) -> None:
-    state = orchestrator_state(checkpoint)
+    state = checkpoint_state(checkpoint)
     outline = f"{plan_dir(checkpoint['current_volume'], staged=False)}/outline.md"
-    needs_planning = state == "WRITING" and not os.path.lexists(root / outline)  # facts §15.4
-    if state != "VOL_PLANNING" and not needs_planning:
+    needs_planning = state == OrchestratorState.WRITING and not os.path.lexists(root / outline)  # facts §15.4
+    if state != OrchestratorState.VOL_PLANNING and not needs_planning:
         raise StepOutOfOrder(f"volume:{step.phase} advances only in VOL_PLANNING (or WRITING with no {outline}), "
                              f"not {state}")
-    updated.update(orchestrator_state="VOL_PLANNING", pipeline_stage="committed", inflight_chapter=None,
-                   volume_pipeline_stage="validate" if step.phase == "outline" else "commit")
+    updated.update(orchestrator_state=OrchestratorState.VOL_PLANNING, pipeline_stage=PipelineStage.COMMITTED,
+                   inflight_chapter=None,
+                   volume_pipeline_stage=VolumePipelineStage.VALIDATE if step.phase == VolumePipelineStage.OUTLINE
+                   else VolumePipelineStage.COMMIT)
 
 
 # --- Volume review (facts §8) -----------------------------------------------------------------------
 def _review(root: Path, step: StepId, checkpoint: dict, updated: dict) -> Callable[[], None] | None:
-    state = orchestrator_state(checkpoint)
-    if state not in ("WRITING", "VOL_REVIEW"):
+    state = checkpoint_state(checkpoint)
+    if state not in (OrchestratorState.WRITING, OrchestratorState.VOL_REVIEW):
         raise StepOutOfOrder(f"review:{step.phase} advances only from WRITING (volume end) or VOL_REVIEW, not {state}")
     updated["inflight_chapter"] = None
     if step.phase != "transition":
-        updated["orchestrator_state"] = "VOL_REVIEW"
+        updated["orchestrator_state"] = OrchestratorState.VOL_REVIEW
         return None
-    updated.update(current_volume=checkpoint["current_volume"] + 1, orchestrator_state="VOL_PLANNING",
-                   volume_pipeline_stage=None, pipeline_stage="committed", revision_count=0, hook_fix_count=0,
-                   title_fix_count=0)
+    updated.update(current_volume=checkpoint["current_volume"] + 1, orchestrator_state=OrchestratorState.VOL_PLANNING,
+                   volume_pipeline_stage=None, pipeline_stage=PipelineStage.COMMITTED, revision_count=0,
+                   hook_fix_count=0, title_fix_count=0)
     _safe(root, VOL_REVIEW_DIR)
     return lambda: _remove(root, VOL_REVIEW_DIR)
 

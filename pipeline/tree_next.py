@@ -33,14 +33,13 @@ from pipeline.orchestrator import TOOL_DIFFERENCES
 from pipeline.staged_resume import resume_phase
 from pipeline.step_files import QUICKSTART, VOL_REVIEW, chapter_staging, plan_dir, staged_memory_path
 from pipeline.tree_reader import UNREADABLE, TreeReader
-from pipeline.tree_steps import (
-    outline_chapters, orchestrator_state, read_checkpoint, seed_state, validate_step,
-)
+from pipeline.tree_steps import outline_chapters, read_checkpoint, seed_state, validate_step
 from projects.errors import NovelsiteError
 from projects.ids import CHAPTERS_PER_VOLUME, chapter_id
+from projects.vocabulary import (
+    IDLE_PIPELINE_STAGES, QUICKSTART_PHASES, OrchestratorState, QuickstartPhase, VolumePipelineStage, checkpoint_state, inflight_mismatch,
+)
 
-QUICKSTART_PHASES = ("world", "characters", "style", "f0", "trial", "results")
-IDLE = (None, "committed")
 DECISION_STEPS = {"pass": "commit", "force_passed": "commit", "polish": "refine", "revise": "draft",
                   "pause_for_user": "review", "pause_for_user_force_rewrite": "review"}
 REVIEW_ORDER = (("collect", "quality_summary"), ("audit", "audit_report"), ("report", "review_report"),
@@ -61,25 +60,24 @@ def tree_next_step(root: str | os.PathLike[str]) -> dict[str, Any]:
     checkpoint = read_checkpoint(reader) if Path(root).is_dir() else None
     if checkpoint is None:
         raise TreeNotReadable("; ".join(errors) or f"{root}: not a directory", extra={"errors": errors})
-    state = orchestrator_state(checkpoint)
+    state = checkpoint_state(checkpoint)
     inflight = {"chapter": checkpoint.get("inflight_chapter"), "pipeline_stage": checkpoint.get("pipeline_stage")}
-    if state in ("INIT", "QUICK_START"):
+    if state in (OrchestratorState.INIT, OrchestratorState.QUICK_START):
         step, reason = _quickstart(root, reader)
-        return _result(step, ("init:" if state == "INIT" else "") + reason, inflight)
-    if state == "VOL_PLANNING":
+        return _result(step, ("init:" if state == OrchestratorState.INIT else "") + reason, inflight)
+    if state == OrchestratorState.VOL_PLANNING:
         return _result(*_planning(root, reader, checkpoint), inflight)
-    if state == "VOL_REVIEW":
+    if state == OrchestratorState.VOL_REVIEW:
         return _result(*_review(reader), inflight)
     prefix = ""
-    if state == "ERROR_RETRY":  # facts §4.2: heal, then route as WRITING
+    if state == OrchestratorState.ERROR_RETRY:  # facts §4.2: heal, then route as WRITING
         checkpoint = dict(checkpoint)
-        if checkpoint.get("pipeline_stage") in IDLE and checkpoint.get("inflight_chapter") is not None:
-            checkpoint["inflight_chapter"], prefix = None, "error_retry:healed_drop_inflight:"
-        elif checkpoint.get("pipeline_stage") not in IDLE and checkpoint.get("inflight_chapter") is None:
+        mismatch = inflight_mismatch(checkpoint.get("pipeline_stage"), checkpoint.get("inflight_chapter"))
+        if mismatch == "drop_inflight":
+            checkpoint["inflight_chapter"] = None
+        elif mismatch == "infer_inflight":
             checkpoint["inflight_chapter"] = checkpoint["last_completed_chapter"] + 1
-            prefix = "error_retry:healed_infer_inflight:"
-        else:
-            prefix = "error_retry:"
+        prefix = f"error_retry:healed_{mismatch}:" if mismatch else "error_retry:"
     step, reason, evidence = _chapters(reader, checkpoint)
     return _result(step, prefix + reason, inflight, evidence)
 
@@ -93,7 +91,7 @@ def _result(step: str, reason: str, inflight: dict[str, Any], evidence: dict[str
 
 def _quickstart(root, reader: TreeReader) -> tuple[str, str]:
     for phase in QUICKSTART_PHASES:
-        if phase == "f0":
+        if phase == QuickstartPhase.F0:
             if not seed_state(reader)[1]:
                 return "quickstart:f0", "quickstart:f0"
             continue
@@ -109,9 +107,9 @@ _QUICKSTART_OUTPUT = {"world": "rules", "characters": "contracts_dir", "style": 
 def _planning(root, reader: TreeReader, checkpoint: dict[str, Any]) -> tuple[str, str]:
     volume, stage = checkpoint["current_volume"], checkpoint.get("volume_pipeline_stage")
     staged = reader.exists(f"{plan_dir(volume, staged=True)}/outline.md")
-    if stage == "commit":
+    if stage == VolumePipelineStage.COMMIT:
         return "volume:commit", f"vol_planning:vol-{volume:02d}:commit"
-    if stage == "validate" and staged and validate_step(root, "volume:validate").ok:
+    if stage == VolumePipelineStage.VALIDATE and staged and validate_step(root, "volume:validate").ok:
         return "volume:validate", f"vol_planning:vol-{volume:02d}:validate"
     return "volume:outline", f"vol_planning:vol-{volume:02d}:outline"
 
@@ -136,7 +134,7 @@ def _volume_end(reader: TreeReader, volume: int) -> int | None:
 def _chapters(reader: TreeReader, checkpoint: dict[str, Any]) -> tuple[str, str, dict[str, Any]]:
     last, volume = checkpoint["last_completed_chapter"], checkpoint["current_volume"]
     number, stage = checkpoint.get("inflight_chapter"), checkpoint.get("pipeline_stage")
-    if stage not in IDLE and number is not None:
+    if stage not in IDLE_PIPELINE_STAGES and number is not None:
         return _in_flight(reader, checkpoint, number, stage)
     end = _volume_end(reader, volume)
     upcoming = last + 1

@@ -37,11 +37,10 @@ from pipeline.step_files import (
 from pipeline.tree_reader import CHECKPOINT, UNREADABLE, TreeReader
 from projects.errors import NovelsiteError
 from projects.ids import chapter_id, volume_for_chapter
-
-ORCHESTRATOR_STATES = ("INIT", "QUICK_START", "VOL_PLANNING", "WRITING", "CHAPTER_REWRITE", "VOL_REVIEW",
-                       "ERROR_RETRY")
-PIPELINE_STAGES = ("drafting", "drafted", "refined", "judged", "revising", "committed")
-STYLE_SOURCE_TYPES = ("original", "reference", "template", "write_then_extract")
+from projects.vocabulary import (
+    IDLE_PIPELINE_STAGES, ORCHESTRATOR_STATES, PIPELINE_STAGES, STYLE_SOURCE_TYPES, OrchestratorState, QuickstartPhase,
+    VolumePipelineStage, checkpoint_state,
+)
 
 
 @dataclass
@@ -65,18 +64,6 @@ def _is_number(value: Any) -> bool:
 
 def _is_text(value: Any) -> bool:
     return isinstance(value, str) and value.strip() != ""
-
-
-def orchestrator_state(checkpoint: dict[str, Any]) -> str:
-    """facts §3: the recorded state, or the one inferred from legacy fields when it is absent."""
-    state = checkpoint.get("orchestrator_state")
-    if state in ORCHESTRATOR_STATES:
-        return state
-    stage, inflight = checkpoint.get("pipeline_stage"), checkpoint.get("inflight_chapter")
-    idle = stage in (None, "committed")
-    if (idle and inflight is not None) or (not idle and inflight is None):
-        return "ERROR_RETRY"
-    return "CHAPTER_REWRITE" if stage == "revising" else "WRITING"
 
 
 def read_checkpoint(reader: TreeReader) -> dict[str, Any] | None:
@@ -170,20 +157,20 @@ def check_plan(reader: TreeReader, check: StepCheck, volume: int, chapters: rang
 # --- Quick start (facts §5) -------------------------------------------------------------------------
 def _quickstart(reader: TreeReader, check: StepCheck, checkpoint: dict, step: StepId) -> None:
     phase = step.phase
-    if phase == "world":
+    if phase == QuickstartPhase.WORLD:
         _check_rules(reader, check)
-    elif phase == "characters":
+    elif phase == QuickstartPhase.CHARACTERS:
         names = reader.list_files(QUICKSTART["contracts_dir"], ".json")
         if names is not None and not names:
             check.errors.append(f"{QUICKSTART['contracts_dir']}: expected at least 1 *.json contract file")
         for name in names or []:
             reader.json_object(f"{QUICKSTART['contracts_dir']}/{name}")
-    elif phase == "style":
+    elif phase == QuickstartPhase.STYLE:
         profile = reader.json_object(QUICKSTART["style_profile"])
         if profile is not None and profile.get("source_type") not in STYLE_SOURCE_TYPES:
             check.errors.append(f"{QUICKSTART['style_profile']}: source_type must be one of "
                                 f"{', '.join(STYLE_SOURCE_TYPES)}")
-    elif phase == "f0":
+    elif phase == QuickstartPhase.F0:
         check_plan(reader, check, 1, range(SEED_RANGE[0], SEED_RANGE[1] + 1))
         if reader.exists(plan_dir(1, staged=False)):
             check.warnings.append(f"{plan_dir(1, staged=False)}: already exists; advance refuses to overwrite it")
@@ -191,7 +178,7 @@ def _quickstart(reader: TreeReader, check: StepCheck, checkpoint: dict, step: St
         if not seed_state(reader)[1]:
             check.errors.append(f"{plan_dir(1, staged=False)}: the committed F0 seed (outline chapters exactly 1–3 "
                                 "and chapter-001..003.json) is missing; run quickstart:f0 first")
-        if phase == "trial":
+        if phase == QuickstartPhase.TRIAL:
             text = reader.text(QUICKSTART["trial_chapter"])
             if text is not None and not text.strip():
                 check.errors.append(f"{QUICKSTART['trial_chapter']}: empty draft")
@@ -248,11 +235,11 @@ def _volume(reader: TreeReader, check: StepCheck, checkpoint: dict, step: StepId
 
 def _check_volume_commit_preconditions(checkpoint: dict, check: StepCheck) -> None:
     """facts §6: VOL_PLANNING, volume stage ``commit``, an idle chapter pipeline."""
-    if orchestrator_state(checkpoint) != "VOL_PLANNING":
+    if checkpoint_state(checkpoint) != OrchestratorState.VOL_PLANNING:
         check.errors.append(f"{CHECKPOINT}: orchestrator_state must be VOL_PLANNING to commit a volume plan")
-    if checkpoint.get("volume_pipeline_stage") != "commit":
+    if checkpoint.get("volume_pipeline_stage") != VolumePipelineStage.COMMIT:
         check.errors.append(f"{CHECKPOINT}: volume_pipeline_stage must be 'commit' (advance volume:validate first)")
-    if checkpoint.get("pipeline_stage") not in (None, "committed") or checkpoint.get("inflight_chapter") is not None:
+    if checkpoint.get("pipeline_stage") not in IDLE_PIPELINE_STAGES or checkpoint.get("inflight_chapter") is not None:
         check.errors.append(f"{CHECKPOINT}: the chapter pipeline must be idle (pipeline_stage null or committed, "
                             "inflight_chapter null)")
 
