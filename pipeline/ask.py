@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+from projects.vocabulary import CHAPTER_STEP_STAGES, STEP_PHASES
+
 # --- Vocabulary (facts §1, §14) --------------------------------------------------------------------
 SNAKE_CASE_ID = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*", re.ASCII)  # facts §1, used with fullmatch
 RFC3339 = re.compile(  # facts §14.3 rule 3, used with fullmatch (so a trailing "\n" does not slip through)
@@ -28,12 +30,6 @@ CHOICE_KEYS = FREE_TEXT_KEYS | {"options", "allow_other", "default"}
 OPTION_KEYS = frozenset({"label", "description"})
 ANSWER_SPEC_KEYS = frozenset({"version", "topic", "answers", "answered_at", "answered_by"})
 
-CHAPTER_STAGES = ("draft", "summarize", "refine", "judge", "title-fix", "hook-fix", "review", "commit")
-STEP_PHASES: dict[str, tuple[str, ...]] = {
-    "volume": ("outline", "validate", "commit"),
-    "quickstart": ("world", "characters", "style", "f0", "trial", "results"),
-    "review": ("collect", "audit", "report", "cleanup", "transition"),
-}
 AGENT_NAMES: dict[str, tuple[str, ...]] = {  # facts §14.1
     "subagent": ("world-builder", "character-weaver", "style-analyzer", "plot-architect", "chapter-writer",
                  "summarizer", "style-refiner", "quality-judge", "consistency-auditor"),
@@ -364,8 +360,8 @@ def parse_step_id(step: str) -> StepId:
             raise ValueError(f"invalid step id {step!r}: chapter must be all digits")
         if int(raw) < 1:
             raise ValueError(f"invalid step id {step!r}: chapter must be >= 1")
-        if stage not in CHAPTER_STAGES:
-            raise ValueError(f"invalid step id {step!r}: stage must be one of {', '.join(CHAPTER_STAGES)}")
+        if stage not in CHAPTER_STEP_STAGES:
+            raise ValueError(f"invalid step id {step!r}: stage must be one of {', '.join(CHAPTER_STEP_STAGES)}")
         return StepId("chapter", int(raw), stage)
     if len(parts) == 2 and parts[0] in STEP_PHASES:
         kind, phase = parts

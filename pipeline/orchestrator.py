@@ -23,13 +23,13 @@ from pipeline.nightly import run_budget_resume
 from pipeline.checkpoint import checkpoint_update
 from pipeline.runtime.runs import chapter_run_start, run_retry
 from pipeline.stages.plan import plan_range, volume_plan_start
-from pipeline.stages.quickstart import PHASES, quickstart_start
+from pipeline.stages.quickstart import quickstart_start
 from pipeline.stages.review import volume_end, volume_review_start
 from projects.ids import CHAPTERS_PER_VOLUME
 from projects.lock_objects import project_lock
 from projects.models import OrchestratorState, PipelineStage, Project
+from projects.vocabulary import QUICKSTART_PHASES, inflight_mismatch
 
-IDLE_STAGES = (None, "", PipelineStage.COMMITTED)
 # Where the step ``next_step`` names is not the one novel-writer-cli's ``novel next`` would give for the
 # same checkpoint, and why (``evidence["differs_from_tool"]``; the README lists them all).
 TOOL_DIFFERENCES = {
@@ -85,8 +85,9 @@ def next_step(project: Project) -> NextStep:
     if state == OrchestratorState.INIT:
         return NextStep("quickstart:world", "init:no_quickstart", "start_quickstart", inflight)
     if state == OrchestratorState.QUICK_START:
-        done = PHASES.index(project.quickstart_phase) + 1 if project.quickstart_phase in PHASES else 0
-        return NextStep(f"quickstart:{PHASES[min(done, len(PHASES) - 1)]}", "quickstart:restart_from_world",
+        phases = QUICKSTART_PHASES
+        done = phases.index(project.quickstart_phase) + 1 if project.quickstart_phase in phases else 0
+        return NextStep(f"quickstart:{phases[min(done, len(phases) - 1)]}", "quickstart:restart_from_world",
                         "start_quickstart", inflight, {"quickstart_phase": project.quickstart_phase})
     if state == OrchestratorState.VOL_PLANNING:
         return _planning(project, inflight, "vol_planning")
@@ -156,13 +157,16 @@ def _polished(run: PipelineRun) -> bool:
     return gate.get("decision") == "polish"
 
 
+def _inflight_mismatch(project: Project) -> str | None:
+    """``inflight_mismatch`` of the project's checkpoint; a blank stage (the admin's empty choice) is
+    none, and so is chapter 0."""
+    return inflight_mismatch(project.pipeline_stage or None, project.inflight_chapter or None)
+
+
 def _healing(project: Project) -> str:
     """facts §4.2's ERROR_RETRY healing, as a reason prefix (``error_retry_heal`` applies it)."""
-    if project.pipeline_stage in IDLE_STAGES and project.inflight_chapter:
-        return "healed_drop_inflight:"
-    if project.pipeline_stage not in IDLE_STAGES and not project.inflight_chapter:
-        return "healed_infer_inflight:"
-    return ""
+    mismatch = _inflight_mismatch(project)
+    return f"healed_{mismatch}:" if mismatch else ""
 
 
 @transaction.atomic(durable=True)
@@ -173,9 +177,10 @@ def error_retry_heal(*, project_id: int, user=None) -> None:
     if project.orchestrator_state != OrchestratorState.ERROR_RETRY:
         return
     fields: dict[str, Any] = {}
-    if project.pipeline_stage in IDLE_STAGES and project.inflight_chapter:
+    mismatch = _inflight_mismatch(project)
+    if mismatch == "drop_inflight":
         fields["inflight_chapter"] = None
-    elif project.pipeline_stage not in IDLE_STAGES and not project.inflight_chapter:
+    elif mismatch == "infer_inflight":
         # a stage in flight with no chapter: the chapter after the last committed one; a new run
         # starts it over, so the stage goes back to idle too
         fields.update(inflight_chapter=None, pipeline_stage=PipelineStage.COMMITTED)

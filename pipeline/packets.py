@@ -42,8 +42,8 @@ from projects.ids import chapter_id
 from projects.models import Project
 from projects.platforms.genre_overrides import genre_overrides
 from projects.style_targets import packet_statistical_targets
+from projects.vocabulary import QUICKSTART_PHASES, PipelineStage, QuickstartPhase
 
-QUICKSTART_PHASES = ("world", "characters", "style", "f0", "trial", "results")
 QUICKSTART_AGENTS = {"world": "world-builder", "characters": "character-weaver", "style": "style-analyzer",
                      "f0": "plot-architect", "trial": "chapter-writer", "results": "quality-judge"}
 CHAPTER_AGENTS = {"draft": ("subagent", "chapter-writer"), "summarize": ("subagent", "summarizer"),
@@ -120,7 +120,7 @@ def _output(path: str, required: bool = True, note: str | None = None) -> dict[s
 def _quickstart(view: ExportView, step: StepId, step_id: str):
     p, phase = view.project, step.phase
     done = QUICKSTART_PHASES.index(phase)  # phases before this one have validated, staged outputs
-    trial = phase in ("trial", "results")
+    trial = phase in (QuickstartPhase.TRIAL, QuickstartPhase.RESULTS)
     inline: dict[str, Any] = {"quickstart_phase": phase, "trial_mode": trial, "volume": p.current_volume}
     if trial:
         inline["chapter"] = max(1, p.last_completed_chapter + 1)
@@ -137,7 +137,7 @@ def _quickstart(view: ExportView, step: StepId, step_id: str):
     for earlier, key, artifact, alias in staged:
         if QUICKSTART_PHASES.index(earlier) < done:
             paths[key] = paths[alias] = QUICKSTART[artifact]
-    following = QUICKSTART_PHASES[done + 1] if phase != "results" else None
+    following = QUICKSTART_PHASES[done + 1] if phase != QuickstartPhase.RESULTS else None
     note = "Compute the next deterministic step (skips already-generated artifacts)."
     more = [next_command(note)]
     if following:
@@ -235,7 +235,8 @@ def _chapter(view: ExportView, step: StepId, step_id: str):
         inline["statistical_targets"] = packet_statistical_targets(p)  # facts §12, as Novelsite's writer aims
         if (overrides := genre_overrides(p)) is not None:
             inline["genre_overrides"] = overrides
-        if p.inflight_chapter == number and p.pipeline_stage in ("judged", "revising"):  # revision mode
+        revising = p.pipeline_stage in (PipelineStage.JUDGED, PipelineStage.REVISING)
+        if p.inflight_chapter == number and revising:  # revision mode
             paths.update(chapter_draft=files.chapter, chapter_eval=files.evaluation)
         outputs = [_output(files.chapter)]
         more.append(instructions_command(chapter_step(number, "summarize"), "After advance, proceed to summarize."))

@@ -36,9 +36,9 @@ from projects.platforms.genres import genre_from_brief
 from projects.platforms.profiles import platform_from_brief
 from projects.services.platforms import project_platform_bind
 from projects.services.quickstart import StagedQuickstart, quickstart_commit
+from projects.vocabulary import QUICKSTART_PHASES, STYLE_SOURCE_TYPES
 
-PHASES = ("world", "characters", "style", "f0", "trial", "results")
-STEPS = [f"quickstart:{phase}" for phase in PHASES]
+STEPS = [f"quickstart:{phase}" for phase in QUICKSTART_PHASES]
 F0_RANGE = (1, 3)  # facts §5: the mini-plan of chapters 1-3
 ROLE = "你是网络小说的策划编辑，帮作者从一段简介起步：世界、人物、文风、开篇三章。"
 PLATFORMS = [("qidian", "起点中文网"), ("fanqie", "番茄小说"), ("jinjiang", "晋江文学城"),
@@ -116,7 +116,7 @@ def _call(claim: Claim, project: Project, phase: str, slice_: dict, blocks: list
 
 def _outcome(board: Blackboard, phase: str, calls: list) -> StageOutcome:
     board.as_("orchestrator").update_step_status(f"quickstart:{phase}", "completed")
-    index = PHASES.index(phase)
+    index = QUICKSTART_PHASES.index(phase)
     next_step = STEPS[index + 1] if index + 1 < len(STEPS) else None
     return StageOutcome(board.to_dict(), next_step, checkpoint={"quickstart_phase": phase}, calls=calls)
 
@@ -182,7 +182,7 @@ def _style(claim, project, board, on_text=None) -> StageOutcome:
     slice_ = {"brief": project.brief, "genre": project.genre, **sample_slice(sample)}
     call = style_call(claim, project, stage="quickstart:style", label="quickstart", slice_=slice_, on_text=on_text)
     profile = style_profile_of(call, slice_=slice_, stage="quickstart:style")
-    if profile.get("source_type") not in ("original", "reference", "template", "write_then_extract"):
+    if profile.get("source_type") not in STYLE_SOURCE_TYPES:
         raise LLMBadOutput("quickstart:style: source_type must be original, reference, template or write_then_extract")
     stage_content(board, "style", profile, {"quickstart/style-profile.json": profile})
     return _outcome(board, "style", [call])
