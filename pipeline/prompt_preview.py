@@ -30,6 +30,7 @@ from pipeline.stages import draft
 from pipeline.stages.base import PromptBlock, skein_of
 from projects.errors import InvalidData
 from projects.models import Chapter, ChapterContract, ChapterSummary, Project, StateChange
+from projects.vocabulary import CHAPTER_AGENT_STEPS
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def draft_prompt_preview(project: Project, chapter: int, required_fixes: list[st
 
 # --- any chapter stage, captured at the model's door (``novel prompt``) ------------------------------
 
-PREVIEW_STAGES = ("draft", "summarize", "refine", "judge")
+PREVIEW_STAGES = CHAPTER_AGENT_STEPS  # the chapter stages that send the model a prompt
 
 
 @dataclass(frozen=True)

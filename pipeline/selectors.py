@@ -26,9 +26,10 @@ from pipeline.models import (
     StateTransition,
 )
 from projects.models import Evaluation, OrchestratorState, Project
+from projects.vocabulary import CHAPTER_AGENT_STEPS
 
 CHART_CHAPTERS = 60  # the charts show the latest chapters; older ones are in the chapter list
-CHAPTER_STAGES = ("draft", "summarize", "refine", "judge", "commit")
+CHAPTER_STAGES = (*CHAPTER_AGENT_STEPS, "commit")  # the steps the live progress shows (not maintain)
 ZERO = Value(Decimal("0"), output_field=DecimalField(max_digits=12, decimal_places=6))
 
 

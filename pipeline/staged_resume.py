@@ -31,9 +31,9 @@ from pipeline.step_files import chapter_staging, staged_memory_path
 from projects.errors import InvalidData
 from projects.json_validation import json_issues
 from projects.models import Project
+from projects.vocabulary import CHAPTER_RUN_STEPS, IDLE_PIPELINE_STAGES, PIPELINE_STAGES, PipelineStage
 
-IN_FLIGHT = ("drafting", "drafted", "refined", "judged", "revising")
-CHAPTER_STEPS = ["draft", "summarize", "refine", "judge", "commit", "maintain"]
+IN_FLIGHT = tuple(stage for stage in PIPELINE_STAGES if stage not in IDLE_PIPELINE_STAGES)
 STAGED_DIRS = ("staging/chapters/", "staging/summaries/", "staging/state/", "staging/evaluations/",
                "staging/storylines/", "staging/logs/")
 
@@ -41,9 +41,9 @@ STAGED_DIRS = ("staging/chapters/", "staging/summaries/", "staging/state/", "sta
 def resume_phase(stage: str, *, chapter: bool, summarized: bool, evaluated: bool) -> str:
     """The step the tool resumes a chapter at from its checkpoint stage and staged files (facts §7.2);
     ``gate`` when the evaluation decides (facts §7.3)."""
-    if stage == "revising" or not chapter:
+    if stage == PipelineStage.REVISING or not chapter:
         return "draft"
-    if stage in ("drafting", "drafted"):
+    if stage in (PipelineStage.DRAFTING, PipelineStage.DRAFTED):
         return "refine" if summarized else "summarize"
     return "gate" if evaluated else "judge"
 
@@ -97,7 +97,7 @@ def _resume(project: Project, number: int, stage: str, files: dict[str, str]) ->
     orchestrator = board.as_("orchestrator")
     orchestrator.initialise(meta={"kind": "chapter", "chapter": number, "volume": volume,
                                   "storyline_id": data.get("storyline_id"), "batch_remaining": 0},
-                            steps=CHAPTER_STEPS)
+                            steps=CHAPTER_RUN_STEPS)
     orchestrator.write_meta(EXTERNAL, True)
     worker = board.as_("worker")
     if text is not None:
@@ -105,13 +105,13 @@ def _resume(project: Project, number: int, stage: str, files: dict[str, str]) ->
         worker.write_content("chapter", "title", title)
         worker.write_content("chapter", "draft", body)
         worker.write_content("chapter", "imported_file", text)  # exported as it came while unchanged
-        if stage in ("refined", "judged") and phase != "draft":
+        if stage in (PipelineStage.REFINED, PipelineStage.JUDGED) and phase != "draft":
             worker.write_content("chapter", "refined", body)
     if summary is not None and phase != "draft":
         for key, value in summary.items():
             worker.write_content("summary", key, value)
     next_stage, checkpoint, question = phase, {}, None
-    if phase == "draft" and stage == "revising" and evaluation is not None:
+    if phase == "draft" and stage == PipelineStage.REVISING and evaluation is not None:
         worker.write_content("evaluation", "data", evaluation)  # the revision's chapter_eval (facts §12)
         worker.write_content("revision", "required_fixes", evaluation.get("required_fixes") or [])
     if phase == "gate":

@@ -24,6 +24,7 @@ from projects.models import Project
 from projects.query_params import plain_int
 from projects.sample_project import SAMPLE_SLUG, sample_project_create
 from projects.selectors import project_status
+from projects.vocabulary import CHAPTER_AGENT_STEPS
 
 
 class Command(BaseCommand):
@@ -72,7 +73,7 @@ class Command(BaseCommand):
                                                "nothing is sent.")
         prompt.add_argument("project", help="Project slug.")
         prompt.add_argument("chapter", type=int, help="Chapter number.")
-        prompt.add_argument("--stage", default="draft", choices=["draft", "summarize", "refine", "judge"],
+        prompt.add_argument("--stage", default="draft", choices=CHAPTER_AGENT_STEPS,
                             help="Which stage's request (default: draft).")
         take = sub.add_parser("import-step", help="Take a step's staged outputs from an exported tree into the "
                                                   "project, after validating them (chapter steps, volume:outline).")
