@@ -48,6 +48,7 @@ from projects.models import OrchestratorState, PipelineStage, Project
 from projects.permissions import Action
 from projects.platforms.limits import platform_limits
 from projects.selectors import project_get_for_member
+from projects.vocabulary import STAGE_AFTER, VolumePipelineStage
 
 EXTERNAL = "external"  # meta key of a run whose steps an outside executor runs
 
@@ -90,8 +91,6 @@ def _read(tree: Path, rel: str, *, as_json: bool = False) -> Any:
 
 
 CHAPTER_ORDER = {"draft": "summarize", "summarize": "refine", "refine": "judge", "judge": "commit"}
-STAGE_AFTER = {"draft": PipelineStage.DRAFTING, "summarize": PipelineStage.DRAFTED, "refine": PipelineStage.REFINED,
-               "judge": PipelineStage.JUDGED}
 
 
 @transaction.atomic(durable=True)
@@ -273,7 +272,7 @@ def _plan_import(project_id: int, tree: Path, step: str, user) -> Imported:
     stage_content(board, "plan", plan_data(plan), plan_files(plan))
     board.as_("worker").write_content("book", "plan_warnings", report.warnings)
     run_resume_at(run, "volume:validate", board)  # the server's validate step opens the approval question
-    checkpoint_update(project.pk, volume_pipeline_stage="validate", orchestrator_state=OrchestratorState.VOL_PLANNING,
+    checkpoint_update(project.pk, volume_pipeline_stage=VolumePipelineStage.VALIDATE, orchestrator_state=OrchestratorState.VOL_PLANNING,
                       run=run, actor=user, from_state=project.orchestrator_state,
                       reason=f"an outside executor's plan of volume {volume} imported")
     return Imported(step, run.pk, "volume:validate", RunStatus.QUEUED)

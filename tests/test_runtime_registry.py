@@ -9,12 +9,12 @@ from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.promotion import run as promotion
 from pipeline.rewrite import REWRITE_STAGES
 from pipeline.runtime.registry import STAGES, UnknownStage, stage_for
-from pipeline.runtime.runs import CHAPTER_STAGES
 from pipeline.runtime.stage import CHAPTER, PROJECT, Stage
 from pipeline.stages import plan, quickstart, review, voice
+from projects.vocabulary import CHAPTER_RUN_STEPS
 
 RUN_STEPS = {  # the steps each kind of run is created with
-    RunKind.CHAPTER: CHAPTER_STAGES,
+    RunKind.CHAPTER: CHAPTER_RUN_STEPS,
     RunKind.REWRITE: REWRITE_STAGES,
     RunKind.QUICKSTART: quickstart.STEPS,
     RunKind.PLAN: plan.STEPS,

@@ -35,10 +35,9 @@ from pipeline.runtime.locks import run_lock_pair
 from pipeline.runtime.queueing import enqueue_stage
 from projects.lock_objects import project_lock
 from projects.models import OrchestratorState, PipelineStage, Project
+from projects.vocabulary import CHAPTER_RUN_STEPS
 
 WRITABLE_STATES = (OrchestratorState.WRITING, OrchestratorState.CHAPTER_REWRITE)
-# a chapter run's stages, in order (pipeline/runtime/registry.py says which code runs each)
-CHAPTER_STAGES = ("draft", "summarize", "refine", "judge", "commit", "maintain")
 
 
 # --- starting ----------------------------------------------------------------------------------------
@@ -75,7 +74,7 @@ def chapter_run_create(project: Project, *, user=None, batch_remaining: int = 0,
     board.as_("orchestrator").initialise(
         meta={"kind": "chapter", "chapter": chapter, "volume": volume,
               "storyline_id": data.get("storyline_id"), "batch_remaining": batch_remaining},
-        steps=list(CHAPTER_STAGES),
+        steps=list(CHAPTER_RUN_STEPS),
     )
     run = PipelineRun.objects.create(project=project, kind=RunKind.CHAPTER, chapter=chapter,
                                      volume_number=volume, status=RunStatus.QUEUED, stage="draft",

@@ -37,6 +37,7 @@ from projects.lock_objects import project_lock
 from projects.models import ArchivedSummary, ChapterContract, OrchestratorState, PipelineStage, Project
 from projects.schemas import SLUG_PATTERN
 from projects.services.volume_plan import StagedVolumePlan, characters_add, volume_plan_commit
+from projects.vocabulary import VolumePipelineStage
 
 STEPS = ["volume:outline", "volume:validate", "volume:commit", "volume:characters"]
 PLAN_TAGS = ["outline", "schedule", "foreshadowing", "new_characters", "contracts"]
@@ -79,7 +80,7 @@ def volume_plan_start(*, project_id: int, user=None, notes: str = "") -> Pipelin
         board = Blackboard(run.blackboard)
         board.as_("worker").write_content("book", "notes", notes.strip())
         PipelineRun.objects.filter(pk=run.pk).update(blackboard=board.to_dict())
-    checkpoint_update(project.pk, orchestrator_state=OrchestratorState.VOL_PLANNING, volume_pipeline_stage="outline",
+    checkpoint_update(project.pk, orchestrator_state=OrchestratorState.VOL_PLANNING, volume_pipeline_stage=VolumePipelineStage.OUTLINE,
                       reason=f"planning volume {project.current_volume} (chapters {start}–{end})", run=run,
                       actor=user, from_state=state)
     return run
@@ -179,7 +180,7 @@ def _outline(claim: Claim, project: Project, board: Blackboard, on_text=None) ->
     stage_content(board, "plan", plan_data(plan), plan_files(plan))
     board.as_("worker").write_content("book", "plan_warnings", report.warnings)
     board.as_("orchestrator").update_step_status("volume:outline", "completed")
-    return StageOutcome(board.to_dict(), "volume:validate", checkpoint={"volume_pipeline_stage": "validate"},
+    return StageOutcome(board.to_dict(), "volume:validate", checkpoint={"volume_pipeline_stage": VolumePipelineStage.VALIDATE},
                         calls=[call])
 
 
@@ -200,7 +201,7 @@ def _validate(claim: Claim, project: Project, board: Blackboard, on_text=None) -
     board.as_("orchestrator").write_control("plan_validation", {"errors": report.errors, "warnings": report.warnings})
     step = "volume:validate"
     spec = approval_question(plan.volume, plan.chapter_start, plan.chapter_end, report.errors, report.warnings)
-    return StageOutcome(board.to_dict(), step, status=RunStatus.WAITING, checkpoint={"volume_pipeline_stage": "validate"},
+    return StageOutcome(board.to_dict(), step, status=RunStatus.WAITING, checkpoint={"volume_pipeline_stage": VolumePipelineStage.VALIDATE},
                         question={"step": step, "topic": spec["topic"], "spec": spec,
                                   "answer_path": answer_path_for(step)})
 
@@ -215,12 +216,12 @@ def plan_decision(*, project: Project, run: PipelineRun, question, answers: dict
         report = validate_volume_plan(plan, previous_contract=previous_contract(project, plan.chapter_start))
         if not report.ok:
             raise InvalidData("the staged plan cannot be approved: " + "; ".join(report.errors))
-        checkpoint_update(project.pk, volume_pipeline_stage="commit")
+        checkpoint_update(project.pk, volume_pipeline_stage=VolumePipelineStage.COMMIT)
         run_resume_at(run, "volume:commit")
         return
     notes = str(answers.get("notes") or "").strip()
     board.as_("worker").write_content("book", "notes", notes or "换一种结构重新规划")
-    checkpoint_update(project.pk, volume_pipeline_stage="outline")
+    checkpoint_update(project.pk, volume_pipeline_stage=VolumePipelineStage.OUTLINE)
     run_resume_at(run, "volume:outline", board)
 
 
