@@ -534,7 +534,7 @@ def part3_book(chapters: int) -> dict[str, Any]:
     from django.db import connection
     from django.db.models import Count, Sum
 
-    from pipeline import progress
+    from pipeline.runtime import progress
     from pipeline.models import LLMCall, PipelineRun, RunKind, StageRun
     from pipeline.runtime.runs import chapter_run_start
     from projects.models import ArchivedSummary, Chapter, Project

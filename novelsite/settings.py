@@ -196,7 +196,7 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
 }
-# What LLM work people may start, on the API and the web pages alike (pipeline/spending.py): a rate
+# What LLM work people may start, on the API and the web pages alike (pipeline/nightly/spending.py): a rate
 # per person and per project, how many runs of one project may work at once (promotions included),
 # and how many projects a person may own (staff exempt). The daily cap on what runs started by hand
 # spend is a project setting (manual_cost_cap_usd).
@@ -275,7 +275,7 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # (a backend with cold caches) each time. Reuse one for this many tasks; CONN_HEALTH_CHECKS
 # replaces a connection that died meanwhile.
 CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=200)
-# The nightly autopilot batches (pipeline/nightly.py) start at NOVELSITE_NIGHTLY_AT ("HH:MM", in
+# The nightly autopilot batches (pipeline/nightly/batches.py) start at NOVELSITE_NIGHTLY_AT ("HH:MM", in
 # TIME_ZONE); a malformed value stops the start-up with the value named.
 NOVELSITE_NIGHTLY_AT = env.str("NOVELSITE_NIGHTLY_AT", default="02:00")
 # How long a stage's lease lasts unless its worker renews it (a heartbeat renews it every third of

@@ -23,7 +23,7 @@ urlpatterns = [
     # script as a file, so the CSP needs no inline script.
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("projects.api.urls")),
-    path("api/", include("pipeline.urls")),
+    path("api/", include("pipeline.web.api_urls")),
     path("api/", include("pipeline.promotion.urls")),
     # web pages (templates/): log in and out, the language switch, story pages, pipeline pages
     path("login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm), name="login"),
@@ -37,5 +37,5 @@ urlpatterns = [
         template_name="registration/password_set_complete.html"), name="password-set-done"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("", include("projects.urls")),
-    path("", include("pipeline.web_urls")),
+    path("", include("pipeline.web.urls")),
 ]

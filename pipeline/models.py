@@ -63,7 +63,7 @@ class PipelineRun(models.Model):
     status = models.CharField(max_length=10, choices=RunStatus, default=RunStatus.QUEUED)
     stage = models.CharField(max_length=32, blank=True, help_text="The step this run is at.")
     blackboard = SchemaJSONField(schema_name="BLACKBOARD", default=empty_blackboard, editor="raw")
-    # A chapter run's story context as its draft read it (pipeline.context.context_snapshot): the
+    # A chapter run's story context as its draft read it (pipeline.chapter.context.context_snapshot): the
     # later stages restore it instead of re-reading the story. Empty: not built yet, or cleared.
     context = models.JSONField(default=dict, blank=True, editable=False)
     lease_owner = models.CharField(max_length=64, blank=True)
@@ -140,7 +140,7 @@ class LLMCall(models.Model):
     request_sha256 = models.CharField(max_length=64)
     output_text = models.TextField()
     # the request as sent: {"system": [{text, cache_breakpoint}], "messages": [{role, blocks: [...]}]}
-    # (pipeline.call_store.prompt_record); the run page shows it to members (issue #17 §4)
+    # (pipeline.llm.call_store.prompt_record); the run page shows it to members (issue #17 §4)
     prompt = SchemaJSONField(schema_name="OPAQUE_JSON", default=dict, blank=True, editor="raw")
     stop_reason = models.CharField(max_length=40, blank=True)
     usage = SchemaJSONField(schema_name="LLM_USAGE", default=dict, blank=True, editor="raw")
@@ -222,7 +222,7 @@ class PromptTemplate(EditVersioned):
     def clean(self) -> None:
         # Validated on every save path (admin, API, services): it must parse, render against the
         # default's sample context and stay inside the sandbox.
-        from pipeline.prompt_templates import prompt_template_errors
+        from pipeline.prompts.overrides import prompt_template_errors
 
         errors = prompt_template_errors(self.name, self.source)
         if errors:

@@ -84,7 +84,7 @@ def runs_reconcile_task() -> int:
 def nightly_batches_task() -> int:
     """Beat, at NOVELSITE_NIGHTLY_AT: start tonight's batch of every project on autopilot. Safe to
     run twice: one batch per project and night."""
-    from pipeline.nightly import nightly_batches_start
+    from pipeline.nightly.batches import nightly_batches_start
 
     return len(nightly_batches_start())
 
@@ -93,6 +93,6 @@ def nightly_batches_task() -> int:
 def batch_summary_email_task(*, batch_id: int) -> int:
     """After a nightly batch ends: its morning summary to the members who opted in. SMTP errors
     (``OSError``s) are retried; a batch already mailed is not mailed again."""
-    from pipeline.morning_summary import batch_summary_email_send
+    from pipeline.nightly.morning_summary import batch_summary_email_send
 
     return batch_summary_email_send(batch_id=batch_id)

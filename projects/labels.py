@@ -5,7 +5,7 @@ into a translated label for the web pages. The API, the CLI and the file tree ke
 A *kind* names one vocabulary (``"state"``, ``"dimension"``, ``"step"`` …). Each kind has a table
 of fixed codes and, for codes that carry numbers (``chapter:004:draft``, ``chapter.006.judge_pause``),
 pattern translators that build the label. ``projects`` never imports ``pipeline``: the pipeline's
-vocabulary (run kinds, step ids, gate topics …) is registered by ``pipeline/labels.py`` from
+vocabulary (run kinds, step ids, gate topics …) is registered by ``pipeline/web/labels.py`` from
 ``PipelineConfig.ready()``. An unknown code is shown as it is (``label`` never fails).
 
 Templates use the filters in ``projects/templatetags/words.py``: ``{{ code|label:"state" }}`` for
@@ -100,7 +100,7 @@ labels_register("dimension", {  # facts §10.11, projects.schemas.SCORE_DIMENSIO
 })
 assert set(SCORE_DIMENSIONS) <= set(_TABLES["dimension"]), "every score dimension needs a label"
 
-labels_register("genre", {  # the quick start's genre question (pipeline/stages/quickstart.py GENRES)
+labels_register("genre", {  # the quick start's genre question (pipeline/book/quickstart.py GENRES)
     "xuanhuan": _("Xuanhuan (fantasy)"),
     "xianxia": _("Xianxia (immortals)"),
     "dushi": _("Urban"),

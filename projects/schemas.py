@@ -188,7 +188,7 @@ GATE_SETTINGS: Schema = {  # facts §11 thresholds, overridable per project
     "additionalProperties": False,
 }
 
-# The craft lints' thresholds (pipeline/craft/catalogue.py DEFAULT_THRESHOLDS holds their defaults;
+# The craft lints' thresholds (pipeline/chapter/craft/catalogue.py DEFAULT_THRESHOLDS holds their defaults;
 # a test keeps the two lists equal: projects never imports pipeline).
 LINT_THRESHOLD_NAMES = (
     "em_dash_max", "narration_connector_max", "blacklist_max_hits", "simile_max_per_kchars",
@@ -684,7 +684,7 @@ LLM_USAGE: Schema = {
     "additionalProperties": True,
 }
 
-QUESTION_SPEC: Schema = {  # seed 003; the full rule set lives in pipeline/ask.py
+QUESTION_SPEC: Schema = {  # seed 003; the full rule set lives in pipeline/questions/spec.py
     "type": "object",
     "title": "NOVEL_ASK question",
     "properties": {

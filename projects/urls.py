@@ -1,5 +1,5 @@
 """Story pages (projects/views/). Pipeline pages (dashboard, gates, plans, runs) are in
-pipeline/web_urls.py under the same /p/<slug>/ prefix."""
+pipeline/web/urls.py under the same /p/<slug>/ prefix."""
 from django.urls import path
 
 from projects.views import (

@@ -1,7 +1,7 @@
 """The statistics of a voice (issue #17 §3): sentence and paragraph lengths, dialogue, punctuation and
 idioms, measured by code on a sample of prose or on a chapter. Pure Python (jieba for the idioms).
 
-``pipeline.style_drift`` measures chapters with the same functions (``sentence_lengths``,
+``pipeline.chapter.style_drift`` measures chapters with the same functions (``sentence_lengths``,
 ``dialogue_ratio``), so a sample's numbers and a chapter's numbers are always comparable. The
 names of the numeric fields are the style profile's (facts §10.12).
 """

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.chapter_gate import chapter_pause_resolve
-from pipeline.gates import gate_answer_submit
+from pipeline.chapter.pause import chapter_pause_resolve
+from pipeline.questions.answers import gate_answer_submit
 from pipeline.models import GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus
-from pipeline.orchestrator import advance
+from pipeline.book.orchestrator import advance
 from pipeline.promotion.run import promotion_start
 from pipeline.runtime.runs import chapter_run_start
-from pipeline.stages.voice import style_analysis_start
+from pipeline.book.voice import style_analysis_start
 from projects.models import Membership, OrchestratorState, Project, Role
 from projects.sample_project import sample_project_create
 from projects.services.voice import voice_sample_save

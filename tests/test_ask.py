@@ -1,4 +1,4 @@
-"""pipeline.ask: NOVEL_ASK QuestionSpec / AnswerSpec / cross-check / answer_path / gate wiring / step ids /
+"""pipeline.questions.spec: NOVEL_ASK QuestionSpec / AnswerSpec / cross-check / answer_path / gate wiring / step ids /
 InstructionPacket (seed 003; facts §1, §14). Every rule: one valid case and one invalid case whose message
 names the field."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.ask import (
+from pipeline.questions.spec import (
     StepId, answer_spec, check_answer, format_step_id, parse_step_id, validate_answer_path, validate_answer_spec,
     validate_gate_wiring, validate_instruction_packet, validate_question_spec,
 )

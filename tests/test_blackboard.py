@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.blackboard import ACCESS, KINDS, Blackboard, BlackboardAccessError
+from pipeline.runtime.blackboard import ACCESS, KINDS, Blackboard, BlackboardAccessError
 
 # seed 001 "Zone 访问权限", row by row: (kind, zone) -> what the kind may do there
 TABLE = {

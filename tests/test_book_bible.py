@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from pipeline.book_bible import MAX_TOKENS, book_bible
+from pipeline.chapter.book_bible import MAX_TOKENS, book_bible
 from pipeline.jacquard.runner import RequestCaptured, capture_requests
 from pipeline.jacquard.tokens import estimate_tokens
 from pipeline.llm.backends import resolve
 from pipeline.llm.cache_policy import min_cacheable_tokens
 from pipeline.models import PromptTemplate
-from pipeline.prompt_preview import stage_prompt_preview
+from pipeline.chapter.prompt_preview import stage_prompt_preview
 from pipeline.runtime.runs import chapter_run_start
 from projects.models import Character, Project, WorldDoc, WorldRule
 from projects.sample_project import sample_project_create
@@ -135,10 +135,10 @@ def test_the_judge_gets_a_rubric_with_the_projects_weights_after_the_bible(proje
 
 
 def test_nightly_batches_ask_for_the_hour_long_cache(project, settings):
-    from pipeline.blackboard import Blackboard
-    from pipeline.context import chapter_context
+    from pipeline.runtime.blackboard import Blackboard
+    from pipeline.chapter.context import chapter_context
     from pipeline.runtime.claims import Claim
-    from pipeline.stages import draft
+    from pipeline.chapter.stages import draft
 
     settings.NOVELSITE_BATCH_CACHE_TTL = "1h"
     board = Blackboard()

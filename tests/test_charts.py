@@ -7,7 +7,7 @@ import re
 import pytest
 from django.utils import translation
 
-from pipeline.views.charts import bar_chart, chapter_ticks, line_chart, nice_ticks, plain_number, small_multiples
+from pipeline.web.views.charts import bar_chart, chapter_ticks, line_chart, nice_ticks, plain_number, small_multiples
 
 
 @pytest.mark.parametrize(("value", "unit", "text"), [

@@ -1,4 +1,4 @@
-"""pipeline.gate, pipeline.checks and pipeline.style_drift: pure functions, no database."""
+"""pipeline.chapter.quality_gate, pipeline.chapter.checks and pipeline.chapter.style_drift: pure functions, no database."""
 from __future__ import annotations
 
 import json
@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline import checks, gate, style_drift
-from pipeline.gate import GateSettings, ScoreError, decide, recompute_overall
+from pipeline.chapter import checks, style_drift
+from pipeline.chapter import quality_gate as gate
+from pipeline.chapter.quality_gate import GateSettings, ScoreError, decide, recompute_overall
 from projects.json_validation import json_issues
 from projects.text_stats import count_chars
 from projects.schemas import DEFAULT_SCORE_WEIGHTS, SCORE_DIMENSIONS

@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 
 from pipeline.models import PipelineRun, RunKind, RunStatus, StageRun
-from pipeline.selectors import ChapterMetric
-from pipeline.views.dashboard import _cost_chart
+from pipeline.web.selectors import ChapterMetric
+from pipeline.web.views.dashboard import _cost_chart
 from projects.sample_project import sample_project_create
 from tests.conftest import member_client
 

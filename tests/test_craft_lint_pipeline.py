@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from pipeline.chapter_gate import chapter_pause_resolve
-from pipeline.craft.lints import lint_text
+from pipeline.chapter.pause import chapter_pause_resolve
+from pipeline.chapter.craft.lints import lint_text
 from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import GateQuestion, RunStatus
 from pipeline.runtime.runs import chapter_run_start
@@ -164,7 +164,7 @@ def test_offline_drafts_pass_the_hard_lints():
 
 def test_commit_refuses_a_staged_chapter_with_a_hard_finding(wakeups):
     """Whatever route a staged text took (here: changed after the judge), commit lints it again."""
-    from pipeline.blackboard import Blackboard
+    from pipeline.runtime.blackboard import Blackboard
     from pipeline.models import PipelineRun
 
     project = project_with_contracts(3)

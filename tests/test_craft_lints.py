@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pipeline.craft.catalogue import DEFAULT_THRESHOLDS, RULE_IDS, RULES_BY_ID
-from pipeline.craft.lints import LintSettings, LintSettingsError, lint_text
+from pipeline.chapter.craft.catalogue import DEFAULT_THRESHOLDS, RULE_IDS, RULES_BY_ID
+from pipeline.chapter.craft.lints import LintSettings, LintSettingsError, lint_text
 
 HEADING = "# 第 1 章 雪夜\n\n"
 # Natural prose: varied sentences and paragraphs, dialogue in “”, no marks any rule dislikes.
@@ -376,7 +376,7 @@ def test_readable_findings_are_chinese_text():
 
 
 def test_the_lint_threshold_names_the_project_schema_allows_are_the_lints_own():
-    from pipeline.craft.catalogue import DEFAULT_THRESHOLDS
+    from pipeline.chapter.craft.catalogue import DEFAULT_THRESHOLDS
     from projects.schemas import LINT_THRESHOLD_NAMES
 
     assert set(LINT_THRESHOLD_NAMES) == set(DEFAULT_THRESHOLDS)

@@ -12,15 +12,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline import memory
-from pipeline.context import ChapterContext, chapter_context, context_restore, context_snapshot
-from pipeline.facts_recall import FACTS_BUDGET, open_facts_for
+from pipeline.chapter import memory
+from pipeline.chapter.context import ChapterContext, chapter_context, context_restore, context_snapshot
+from pipeline.chapter.facts_recall import FACTS_BUDGET, open_facts_for
 from pipeline.jacquard.runner import Assembler, CallContext, CallSpec, Planner, SkeinBuilder, TemplateRenderer
 from pipeline.jacquard.tokens import estimate_tokens
-from pipeline.prompt_templates import prompt_template_source
-from pipeline.stages import draft
-from pipeline.stages.base import skein_of
-from pipeline.stages.maintain import _open_facts
+from pipeline.prompts.overrides import prompt_template_source
+from pipeline.chapter.stages import draft
+from pipeline.chapter.stages.base import skein_of
+from pipeline.chapter.stages.maintain import _open_facts
 from pipeline.jacquard.skein import PromptBlock
 from projects.models import ChapterContract, Character, StoryFact, Volume
 from projects.sample_project import sample_project_create

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from pipeline.facts_output import MAX_NEW_FACTS, facts_from_output
+from pipeline.chapter.facts_output import MAX_NEW_FACTS, facts_from_output
 from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import PipelineRun
 from pipeline.runtime.runs import chapter_run_start

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.gate import GateSettings, decide, stated_overall
+from pipeline.chapter.quality_gate import GateSettings, decide, stated_overall
 from pipeline.models import GateQuestion, RunStatus
 from pipeline.runtime.runs import chapter_run_start
 from projects.models import OrchestratorState

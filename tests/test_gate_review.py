@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from pipeline.blackboard import Blackboard
+from pipeline.runtime.blackboard import Blackboard
 from pipeline.models import GateStatus
 from projects.models import Membership, Role
 from tests.sample_pages import BRIEF, paused_demo
@@ -65,9 +65,9 @@ def test_a_viewer_reads_it_but_gets_no_form_and_a_reviewer_decides(client, djang
 
 
 def test_the_quick_starts_trial_chapter_is_readable(client, settings, make_user):
-    from pipeline.gates import gate_answer_submit
+    from pipeline.questions.answers import gate_answer_submit
     from pipeline.models import GateQuestion
-    from pipeline.orchestrator import advance
+    from pipeline.book.orchestrator import advance
     from projects.services.projects import project_create
 
     settings.CELERY_TASK_ALWAYS_EAGER = True

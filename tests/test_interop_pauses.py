@@ -11,13 +11,13 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from pipeline.ask import answer_spec, validate_instruction_packet
-from pipeline.chapter_gate import chapter_pause_gate, open_pause_question, pause_question
+from pipeline.questions.spec import answer_spec, validate_instruction_packet
+from pipeline.chapter.pause import chapter_pause_gate, open_pause_question, pause_question
 from pipeline.errors import PipelineNotReady
-from pipeline.import_step import step_import
+from pipeline.steps.import_step import step_import
 from pipeline.models import GateQuestion, GateStatus, PipelineRun, RunStatus
-from pipeline.orchestrator import next_step
-from pipeline.packets import instruction_packet
+from pipeline.book.orchestrator import next_step
+from pipeline.steps.packets import instruction_packet
 from projects.errors import InvalidData
 from projects.filetree.export import export_to_path
 from tests.sample_pages import paused_demo

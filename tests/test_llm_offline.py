@@ -19,7 +19,7 @@ from pipeline.llm.offline import (
     stream_chunks,
 )
 from pipeline.llm.offline.writers import WRITERS
-from pipeline.platform_gate import hook_field_problems
+from pipeline.chapter.platform_rules import hook_field_problems
 from pipeline.llm.types import (
     LLMBadOutput,
     LLMConnectionError,

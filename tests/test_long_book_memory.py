@@ -11,7 +11,7 @@ writer's prompt for that chapter, at a distance of at least 100 chapters.
 - a returning character's last scene (not a later passing mention of her name) is recalled;
 - a foreshadowing item the contract names comes with its description and its history.
 
-The prompt is rendered as the draft stage renders it (``pipeline.prompt_preview``), budget
+The prompt is rendered as the draft stage renders it (``pipeline.chapter.prompt_preview``), budget
 trimming included.
 """
 from __future__ import annotations
@@ -20,9 +20,9 @@ import time
 
 import pytest
 
-from pipeline import memory
+from pipeline.chapter import memory
 from pipeline.llm.offline.writers import consolidate
-from pipeline.prompt_preview import draft_prompt_preview
+from pipeline.chapter.prompt_preview import draft_prompt_preview
 from projects.models import ArchivedSummary, Character
 from projects.services.editing import story_object_create
 from projects.services.memory import archived_summary_add

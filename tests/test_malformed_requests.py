@@ -217,7 +217,7 @@ def test_the_lint_settings_are_refused_in_words_and_nothing_is_saved(world, valu
 
 @pytest.mark.django_db
 def test_the_lint_settings_are_saved_from_the_settings_page_and_the_lints_use_them(world):  # noqa: F811
-    from pipeline.chapter_lint import project_lint_settings
+    from pipeline.chapter.lint import project_lint_settings
 
     value = '{"lints": {"simile_max_per_kchars": 4}, "word_count": {"min": 1500, "max": 6000}}'
     response = _web(world).post(f"/p/{world.project.slug}/settings/", {**SETTINGS_FORM, "manual_cost_cap_usd": "20",

@@ -19,13 +19,13 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from novelsite.nightly_schedule import nightly_at_parse
-from pipeline.batch_budget import BUDGET_NOTE, batch_budget_check, run_is_budget_waiting
-from pipeline.blackboard import Blackboard
-from pipeline.chapter_gate import chapter_pause_resolve
+from pipeline.nightly.budget import BUDGET_NOTE, batch_budget_check, run_is_budget_waiting
+from pipeline.runtime.blackboard import Blackboard
+from pipeline.chapter.pause import chapter_pause_resolve
 from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.models import BatchRun, BatchStatus, GateQuestion, GateStatus, LLMCall, PipelineRun, RunStatus, StageRun
-from pipeline.morning_summary import batch_morning_summary, batch_summary_email_send
-from pipeline.nightly import nightly_batch_start, nightly_batches_start, run_budget_resume
+from pipeline.nightly.morning_summary import batch_morning_summary, batch_summary_email_send
+from pipeline.nightly.batches import nightly_batch_start, nightly_batches_start, run_budget_resume
 from pipeline.runtime.runs import chapter_run_start, run_cancel
 from pipeline.tasks import nightly_batches_task
 from projects.models import (
@@ -132,7 +132,7 @@ def test_projects_with_autopilot_off_are_not_touched():
 
 
 def test_one_project_failing_costs_the_others_nothing(monkeypatch, caplog):
-    from pipeline import nightly
+    from pipeline.nightly import batches as nightly
 
     broken, fine = autopilot(10, slug="broken", per_night=1), autopilot(10, slug="fine", per_night=1)
     real = nightly.nightly_batch_start

@@ -10,12 +10,12 @@ from collections import Counter
 
 import pytest
 
-from pipeline.gates import gate_answer_submit
+from pipeline.questions.answers import gate_answer_submit
 from pipeline.llm.offline.brief_words import brief_words
 from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import GateQuestion, GateStatus
-from pipeline.orchestrator import advance
-from pipeline.stages.quickstart import world_errors
+from pipeline.book.orchestrator import advance
+from pipeline.book.quickstart import world_errors
 from projects.models import Character, ExtraFile, WorldDoc, WorldRule
 from projects.services.projects import project_create
 

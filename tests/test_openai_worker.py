@@ -21,7 +21,7 @@ import pytest
 
 from pipeline.models import LLMCall, PipelineRun, RunKind, StageRun
 from pipeline.runtime.runs import chapter_run_start
-from pipeline.stages import draft, judge, refine, summarize
+from pipeline.chapter.stages import draft, judge, refine, summarize
 from projects.models import Chapter, Project
 from tests.fake_openai import FakeOpenAI
 from tests.test_pipeline_worker import assert_committed_once, batch_done, workers  # noqa: F401 - the fixture

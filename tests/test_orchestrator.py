@@ -14,9 +14,9 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from pipeline.errors import PipelineNotReady
-from pipeline.gates import gate_answer_submit
+from pipeline.questions.answers import gate_answer_submit
 from pipeline.models import GateAnswer, GateQuestion, GateStatus, PipelineRun, RunKind, RunStatus, StateTransition
-from pipeline.orchestrator import advance, next_step
+from pipeline.book.orchestrator import advance, next_step
 from pipeline.runtime.runs import chapter_run_start
 from projects.errors import InvalidData
 from projects.models import (
@@ -186,7 +186,7 @@ def test_answers_are_checked_against_the_question_and_nothing_is_stored_when_wro
 
 
 def test_a_plan_with_a_broken_rule_cannot_be_approved(team):
-    from pipeline.stages.plan import volume_plan_edit
+    from pipeline.book.plan import volume_plan_edit
 
     project, owner, reviewer, _viewer = team
     advance(project_id=project.pk, user=owner)
@@ -270,7 +270,7 @@ def _changelog(project: Project) -> list[tuple[int, int, int]]:
 
 
 def test_rewriting_the_latest_chapter_rolls_its_delta_back_and_writes_it_again(make_user):
-    from pipeline.rewrite import chapter_rewrite_start
+    from pipeline.book.rewrite import chapter_rewrite_start
     from projects.models import StoryState
     from projects.state_ops import replay
 
@@ -296,7 +296,7 @@ def test_rewriting_the_latest_chapter_rolls_its_delta_back_and_writes_it_again(m
 
 
 def test_an_older_chapter_gets_a_text_only_revision_that_keeps_the_state(make_user):
-    from pipeline.rewrite import chapter_rewrite_start
+    from pipeline.book.rewrite import chapter_rewrite_start
     from projects.models import ChapterSummary, StoryState
 
     editor = make_user("editor")
@@ -316,7 +316,7 @@ def test_an_older_chapter_gets_a_text_only_revision_that_keeps_the_state(make_us
 
 
 def test_a_latest_chapter_whose_state_was_edited_since_is_revised_text_only(make_user):
-    from pipeline.rewrite import chapter_rewrite_start
+    from pipeline.book.rewrite import chapter_rewrite_start
     from projects.models import ChangeSource, StoryState
     from projects.services.story_state import story_state_apply_patch
 
@@ -333,7 +333,7 @@ def test_a_latest_chapter_whose_state_was_edited_since_is_revised_text_only(make
 
 
 def test_rewrite_requests_are_checked(make_user, sample_project):
-    from pipeline.rewrite import chapter_rewrite_start
+    from pipeline.book.rewrite import chapter_rewrite_start
 
     project = sample_project
     with pytest.raises(InvalidData, match="notes"):

@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipeline.ask import validate_instruction_packet
-from pipeline.blackboard import Blackboard
+from pipeline.questions.spec import validate_instruction_packet
+from pipeline.runtime.blackboard import Blackboard
 from pipeline.models import PipelineRun, RunKind, RunStatus
-from pipeline.packet_inline import continuity_inline, continuity_summary, prejudge_guardrails
-from pipeline.packets import instruction_packet
+from pipeline.steps.packet_inline import continuity_inline, continuity_summary, prejudge_guardrails
+from pipeline.steps.packets import instruction_packet
 from projects.filetree.importer import tree_import
 from projects.filetree.source import read_tree
 from projects.models import ExtraFile, Project

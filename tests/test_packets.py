@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from pipeline.ask import validate_instruction_packet
-from pipeline.packets import PacketRefused, default_answer_path, instruction_packet, packet_manifest_path
-from pipeline.step_files import InvalidStep, PlanRangeError, StepUnsupported
+from pipeline.questions.spec import validate_instruction_packet
+from pipeline.steps.packets import PacketRefused, default_answer_path, instruction_packet, packet_manifest_path
+from pipeline.steps.step_files import InvalidStep, PlanRangeError, StepUnsupported
 from projects.filetree.export import export_to_path
 from projects.models import Project
 

@@ -23,10 +23,10 @@ from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from pipeline import progress
+from pipeline.runtime import progress
 from pipeline.runtime import queueing
-from pipeline.blackboard import Blackboard
-from pipeline.chapter_gate import chapter_pause_resolve
+from pipeline.runtime.blackboard import Blackboard
+from pipeline.chapter.pause import chapter_pause_resolve
 from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.llm.offline import OfflineBackend
 from pipeline.llm.offline.writers import WRITERS
@@ -808,7 +808,7 @@ def test_a_volume_end_folds_its_memory_into_one_volume_summary():
 def test_the_text_being_written_reaches_the_cache_for_the_live_progress(wakeups):
     from django.core.cache import cache
 
-    from pipeline.progress import progress_cache_key
+    from pipeline.runtime.progress import progress_cache_key
 
     project = project_with_contracts(3)
     run = chapter_run_start(project_id=project.pk)
@@ -823,7 +823,7 @@ def test_the_text_being_written_reaches_the_cache_for_the_live_progress(wakeups)
 
 
 def test_a_batch_started_by_hand_stops_before_its_next_chapter_once_the_days_budget_is_spent():
-    """pipeline/spending.py: the cap of work started by hand is a threshold, like the nightly one: the
+    """pipeline/nightly/spending.py: the cap of work started by hand is a threshold, like the nightly one: the
     chapter under way is committed, the next one is not started."""
     project = project_with_contracts(5)
     Project.objects.filter(pk=project.pk).update(manual_cost_cap_usd=Decimal("0.00"))

@@ -31,7 +31,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from pipeline.blackboard import Blackboard
+from pipeline.runtime.blackboard import Blackboard
 from pipeline.errors import PipelineBusy
 from pipeline.models import ACTIVE_RUN_STATUSES, LLMCall, PipelineRun, RunKind, RunStatus, StageRun
 from pipeline.runtime.runs import chapter_run_start, run_retry, runs_reconcile

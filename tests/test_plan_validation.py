@@ -9,7 +9,7 @@ import random
 import pytest
 
 from pipeline.llm.offline.writers import plan as offline_plan
-from pipeline.plan_validation import VolumePlan, validate_volume_plan
+from pipeline.book.plan_validation import VolumePlan, validate_volume_plan
 
 
 def good_plan(start=31, end=35) -> VolumePlan:

@@ -10,10 +10,10 @@ import random
 import pytest
 from django.urls import reverse
 
-from pipeline.gate import GateSettings, decide, recompute_overall
+from pipeline.chapter.quality_gate import GateSettings, decide, recompute_overall
 from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import RunStatus
-from pipeline.platform_gate import (
+from pipeline.chapter.platform_rules import (
     gate_settings_for,
     golden_gates_evaluate,
     hook_failures,

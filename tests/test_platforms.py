@@ -180,7 +180,7 @@ def test_platform_and_genre_come_from_the_brief(brief, platform, genre):
 
 
 def test_the_quick_start_question_defaults_to_what_the_brief_says():
-    from pipeline.stages.quickstart import binding_question
+    from pipeline.book.quickstart import binding_question
 
     project = _project(brief="- **题材**：言情\n- **平台**：晋江\n")
     questions = {q["id"]: q for q in binding_question(project)["questions"]}

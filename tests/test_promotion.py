@@ -9,7 +9,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from pipeline.blackboard import Blackboard, BlackboardAccessError
+from pipeline.runtime.blackboard import Blackboard, BlackboardAccessError
 from pipeline.llm.offline import OfflineBackend
 from pipeline.llm.offline import writers
 from pipeline.models import PipelineRun, RunKind, RunStatus, SensitiveWordList

@@ -7,10 +7,10 @@ import pytest
 
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from pipeline.promotion import run as promotion
-from pipeline.rewrite import REWRITE_STAGES
+from pipeline.book.rewrite import REWRITE_STAGES
 from pipeline.runtime.registry import STAGES, UnknownStage, stage_for
 from pipeline.runtime.stage import CHAPTER, PROJECT, Stage
-from pipeline.stages import plan, quickstart, review, voice
+from pipeline.book import plan, quickstart, review, voice
 from projects.vocabulary import CHAPTER_RUN_STEPS
 
 RUN_STEPS = {  # the steps each kind of run is created with

@@ -1,4 +1,4 @@
-"""One spending policy on every path a person takes (pipeline/spending.py): the API and the web pages
+"""One spending policy on every path a person takes (pipeline/nightly/spending.py): the API and the web pages
 share the per-person and per-project rates, a project works on one run at a time (promotions
 included), runs started by hand stop at the project's daily cap, and a person owns a limited number
 of projects (staff exempt). The runs are queued, not worked (``no_llm_work``)."""

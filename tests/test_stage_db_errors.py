@@ -17,8 +17,8 @@ import pytest
 from django.db import OperationalError, connection, transaction
 
 from pipeline.runtime import runner as stage_runner
-from pipeline.blackboard import Blackboard
-from pipeline.call_store import DbCallStore
+from pipeline.runtime.blackboard import Blackboard
+from pipeline.llm.call_store import DbCallStore
 from pipeline.runtime.db_connection import connection_drop_if_broken
 from pipeline.llm.types import LLMResult, Usage
 from pipeline.models import LLMCall, PipelineRun, RunStatus, StageRun

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from pipeline.models import GateQuestion, GateStatus, PipelineRun, RunStatus
-from pipeline.orchestrator import advance, next_step
-from pipeline.import_step import step_import
-from pipeline.staged_resume import resume_phase
+from pipeline.book.orchestrator import advance, next_step
+from pipeline.steps.import_step import step_import
+from pipeline.steps.staged_resume import resume_phase
 from projects.filetree.export import export_to_path, tree_files
 from projects.models import ExtraFile
 from tests.test_filetree import cli_files, import_files

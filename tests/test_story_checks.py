@@ -6,10 +6,10 @@ from __future__ import annotations
 import jieba
 import pytest
 
-from pipeline.checks import run_checks
-from pipeline.gate import decide
-from pipeline.story_checks import StoryInputs, story_checks
-from pipeline.story_checks.roster import person_tagger
+from pipeline.chapter.checks import run_checks
+from pipeline.chapter.quality_gate import decide
+from pipeline.chapter.story_checks import StoryInputs, story_checks
+from pipeline.chapter.story_checks.roster import person_tagger
 
 CHARACTERS = [
     {"slug": "lin-feng", "display_name": "林枫", "status": "active", "aliases": ["林师兄", "枫哥"]},

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from pipeline.chapter_checks import chapter_checks, judge_evidence
-from pipeline.context import chapter_context
+from pipeline.chapter.evidence import chapter_checks, judge_evidence
+from pipeline.chapter.context import chapter_context
 from pipeline.jacquard.templates import render_string
 from pipeline.prompts import default_source
-from pipeline.tree_steps import validate_step
+from pipeline.steps.tree_validate import validate_step
 from projects.errors import ForeshadowingAlreadyResolved
 from projects.filetree.export import tree_files
 from projects.filetree.importer import tree_import
@@ -64,7 +64,7 @@ def test_the_judge_prompt_shows_state_roster_aliases_ledger_and_checks_in_chines
     delta = {"ops": [{"op": "foreshadow", "path": "F-900", "value": "advanced"}]}
     report = chapter_checks(ctx, delta, DEAD_ACTS)
     evidence = judge_evidence(ctx, delta, report)
-    from pipeline.stages.judge import platform_slice
+    from pipeline.chapter.stages.judge import platform_slice
     prompt = render_string(default_source("judge.j2"), {"chapter": 1, "objectives": ctx.objectives,
                                                          "checks": report.as_dict(), "evidence": evidence,
                                                          **platform_slice(project, 1, DEAD_ACTS)})

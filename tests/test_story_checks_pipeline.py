@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pipeline.blackboard import Blackboard
+from pipeline.runtime.blackboard import Blackboard
 from pipeline.models import PipelineRun
 from pipeline.runtime.runs import chapter_run_start
 from projects.models import Chapter, Character

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from pipeline.models import PipelineRun, RunKind, RunStatus
-from pipeline.orchestrator import TOOL_DIFFERENCES, next_step
+from pipeline.book.orchestrator import TOOL_DIFFERENCES, next_step
 from projects.models import Project
 
 

@@ -168,7 +168,7 @@ def test_chapters_get_the_tools_heading_and_an_imported_heading_comes_back_as_it
 
 
 def test_an_outside_writers_heading_keeps_its_number_out_of_the_title():
-    from pipeline.stages.draft import split_chapter
+    from pipeline.chapter.stages.draft import split_chapter
     assert split_chapter("# 第 5 章 夜渡\n\n正文", "第5章") == ("夜渡", "正文")
     assert split_chapter("正文没有标题", "第5章") == ("第5章", "正文没有标题")
 

@@ -8,8 +8,8 @@ import json
 import pytest
 from django.core.management import call_command
 
-from pipeline.orchestrator import TOOL_DIFFERENCES, next_step
-from pipeline.tree_next import TreeNotReadable, tree_next_step
+from pipeline.book.orchestrator import TOOL_DIFFERENCES, next_step
+from pipeline.steps.tree_next import TreeNotReadable, tree_next_step
 from projects.filetree.export import export_to_path
 from tests.test_filetree import cli_files, write_tree
 from tests.test_staged_resume import CH3, EVAL, TEXT, evaluation, summarized

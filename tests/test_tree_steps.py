@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.step_files import StepUnsupported
-from pipeline.tree_advance import StepOutOfOrder, StepValidationFailed, TreeLocked, advance_step
-from pipeline.tree_reader import MAX_READ_BYTES
-from pipeline.tree_steps import validate_step
+from pipeline.steps.step_files import StepUnsupported
+from pipeline.steps.tree_advance import StepOutOfOrder, StepValidationFailed, TreeLocked, advance_step
+from pipeline.steps.tree_reader import MAX_READ_BYTES
+from pipeline.steps.tree_validate import validate_step
 from projects.filetree.canonical import dump_json
 from projects.filetree.export import export_to_path
 

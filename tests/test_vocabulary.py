@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 from django.apps import apps
 
-from pipeline import ask, labels as pipeline_labels, tree_next, tree_steps
+from pipeline.questions import spec as ask
+from pipeline.steps import tree_next
+from pipeline.steps import tree_validate as tree_steps
+from pipeline.web import labels as pipeline_labels
 from projects import schemas
 from projects.json_fields import SchemaJSONField
 from projects.labels import label_is_known

@@ -13,8 +13,8 @@ from django.urls import reverse
 from pipeline.llm.offline.writers import style as offline_style
 from pipeline.llm.types import LLMBadOutput
 from pipeline.models import PipelineRun, RunKind, RunStatus
-from pipeline.stages.voice import checked_profile, prompt_sample, style_profile_of
-from pipeline.style_drift import chapter_metrics, detect, drift_baseline
+from pipeline.book.voice import checked_profile, prompt_sample, style_profile_of
+from pipeline.chapter.style_drift import chapter_metrics, detect, drift_baseline
 from projects.errors import InvalidData
 from projects.models import Project, VoiceSample
 from projects.services.projects import project_create
@@ -349,9 +349,9 @@ def test_drift_is_measured_against_the_samples_numbers():
 
 @pytest.mark.django_db(transaction=True)
 def test_the_quick_start_reads_the_style_from_a_sample(make_user, settings):
-    from pipeline.gates import gate_answer_submit
+    from pipeline.questions.answers import gate_answer_submit
     from pipeline.models import GateQuestion, GateStatus
-    from pipeline.orchestrator import advance
+    from pipeline.book.orchestrator import advance
     from tests.sample_pages import BRIEF
 
     settings.CELERY_TASK_ALWAYS_EAGER = True

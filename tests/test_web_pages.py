@@ -61,7 +61,7 @@ def test_from_a_brief_to_an_edited_chapter_on_the_pages(client, make_user):
         assert response.status_code == 200, name
     dashboard = client.get(reverse("dashboard", args=["snow"])).content.decode()
     assert "<svg" in dashboard and "<polyline" in dashboard
-    from pipeline.selectors import chapter_metrics
+    from pipeline.web.selectors import chapter_metrics
 
     (metric,) = chapter_metrics(project=project)  # the style-drift charts have their points
     assert metric.avg_sentence_length > 0 and 0 < metric.dialogue_ratio < 1

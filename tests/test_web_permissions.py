@@ -60,7 +60,7 @@ PAGES = [
     Page("project-create-web", get=(SIGNED_IN, 200), post=(SIGNED_IN, 200)),  # empty form: errors
     Page("slug-suggestion", get=(SIGNED_IN, 200)),
     Page("project-import-web", post=(SIGNED_IN, 200)),  # no archive: the form again with errors
-    # --- the dashboard and its buttons (pipeline/web_urls.py)
+    # --- the dashboard and its buttons (pipeline/web/urls.py)
     Page("dashboard", get=(READ, 200)),
     Page("progress", get=(READ, 200)),
     Page("advance", post=(EDIT, 302)),  # back to the dashboard (started, or refused with the reason)
@@ -159,7 +159,7 @@ def site(django_db_setup, django_db_blocker):
     from django.db import transaction
 
     from pipeline.models import GateQuestion, PipelineRun, RunKind, RunStatus
-    from pipeline.stages.plan import approval_question
+    from pipeline.book.plan import approval_question
     from projects.models import Foreshadowing, Membership, Role
     from projects.sample_project import sample_project_create
     from projects.services.facts import story_fact_create

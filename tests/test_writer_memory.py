@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.context import chapter_context
+from pipeline.chapter.context import chapter_context
 from projects.models import ChangeSource, ChapterContract, StoryState
 from projects.services.story_state import story_state_apply_patch
 
@@ -107,7 +107,7 @@ PROFILE = """苏晚，北境药师之女，十九岁。
 
 
 def test_a_named_character_gets_identity_voice_and_the_whole_secret_written_late():
-    from pipeline.profile_sections import profile_for_writer
+    from pipeline.chapter.profile_sections import profile_for_writer
 
     text = profile_for_writer(PROFILE, named=True)
 
@@ -119,7 +119,7 @@ def test_a_named_character_gets_identity_voice_and_the_whole_secret_written_late
 
 
 def test_a_fallback_character_gets_a_secret_only_when_the_chapter_mentions_her():
-    from pipeline.profile_sections import profile_for_writer
+    from pipeline.chapter.profile_sections import profile_for_writer
 
     assert "遗孤" not in profile_for_writer(PROFILE, named=False)
     assert "说话轻" in profile_for_writer(PROFILE, named=False)
@@ -130,13 +130,13 @@ def test_a_fallback_character_gets_a_secret_only_when_the_chapter_mentions_her()
                                           ("Secrets", "secret"), ("能力与功法", "abilities"), ("Voice", "voice"),
                                           ("说话方式", "voice"), ("外貌", "appearance"), ("杂记", "other")])
 def test_section_headings_are_recognised_in_chinese_and_english(heading, kind):
-    from pipeline.profile_sections import section_kind
+    from pipeline.chapter.profile_sections import section_kind
 
     assert section_kind(heading) == kind
 
 
 def test_a_profile_without_headings_is_whole_when_short_and_cut_at_a_sentence_end_when_long():
-    from pipeline.profile_sections import PLAIN_MAX_CHARS, profile_for_writer
+    from pipeline.chapter.profile_sections import PLAIN_MAX_CHARS, profile_for_writer
 
     assert profile_for_writer("出身北境的少年修士，执拗而聪明。", named=True) == "出身北境的少年修士，执拗而聪明。"
     long = "他走过雪原。" * 200
@@ -146,7 +146,7 @@ def test_a_profile_without_headings_is_whole_when_short_and_cut_at_a_sentence_en
 
 
 def test_hostile_profiles_stay_bounded():
-    from pipeline.profile_sections import SECTION_HARD_MAX, profile_for_writer
+    from pipeline.chapter.profile_sections import SECTION_HARD_MAX, profile_for_writer
 
     many = "\n".join(f"## 秘密{i}\n" + "秘" * 2000 for i in range(50))
     assert len(profile_for_writer(many, named=True)) <= SECTION_HARD_MAX + 100
@@ -156,7 +156,7 @@ def test_hostile_profiles_stay_bounded():
 
 
 def test_the_writer_gets_the_sections_and_the_contracts_whole(sample_project):
-    from pipeline.stages import draft
+    from pipeline.chapter.stages import draft
     from projects.models import Character
 
     Character.objects.filter(project=sample_project, slug="lin-feng").update(
@@ -222,7 +222,7 @@ def test_appearances_go_with_a_rolled_back_chapter_and_are_rebuilt_after_an_impo
 
 
 def test_a_level_covering_more_chapters_may_be_longer_up_to_a_bound():
-    from pipeline.memory import LEVEL_BASE_CHARS, LEVEL_MAX_CHARS, level_chars
+    from pipeline.chapter.memory import LEVEL_BASE_CHARS, LEVEL_MAX_CHARS, level_chars
 
     assert level_chars(5) == LEVEL_BASE_CHARS
     assert LEVEL_BASE_CHARS < level_chars(30) < level_chars(60) < level_chars(210) <= LEVEL_MAX_CHARS
@@ -230,7 +230,7 @@ def test_a_level_covering_more_chapters_may_be_longer_up_to_a_bound():
 
 
 def test_the_levels_together_stay_within_the_writers_memory_bound():
-    from pipeline.memory import MEMORY_MAX_CHARS, levels_for_writer
+    from pipeline.chapter.memory import MEMORY_MAX_CHARS, levels_for_writer
 
     sentence = "林枫在第三章把玉佩交给了苏晚。"
     levels = [("synopsis", 1, 900, sentence * 400), ("volume", 901, 930, sentence * 100),
@@ -246,8 +246,8 @@ def test_the_levels_together_stay_within_the_writers_memory_bound():
 
 def test_the_consolidator_is_told_the_size_and_the_receipt_lists_every_level(sample_project):
     from pipeline.llm.offline.writers import consolidate
-    from pipeline.memory import Consolidation, level_chars
-    from pipeline.stages import draft
+    from pipeline.chapter.memory import Consolidation, level_chars
+    from pipeline.chapter.stages import draft
     from projects.services.memory import archived_summary_add
     from tests.book_builder import commit_chapter
 
@@ -299,7 +299,7 @@ def test_a_young_books_memory_room_is_filled_with_its_chapters_own_summaries():
     so chapter 30's prompt is about as big as chapter 1000's; an archive whose chapters all came back
     goes, and the total stays within the room."""
     from pipeline.jacquard.tokens import estimate_tokens
-    from pipeline.memory import WRITER_MEMORY_TOKENS, memory_for_writer
+    from pipeline.chapter.memory import WRITER_MEMORY_TOKENS, memory_for_writer
 
     summary = "林枫在雪原上追查预言，与苏晚起了争执，最后决定南下。" * 9  # ~250 characters, a real summary's size
     recent = [(n, summary) for n in range(21, 30)]
@@ -315,7 +315,7 @@ def test_a_young_books_memory_room_is_filled_with_its_chapters_own_summaries():
 
 
 def test_an_old_books_synopsis_and_volumes_are_never_replaced_by_detail():
-    from pipeline.memory import memory_for_writer
+    from pipeline.chapter.memory import memory_for_writer
 
     levels = [("synopsis", 1, 900, "很久以前的事。" * 200), ("volume", 901, 930, "卷事。" * 300)]
     recent = [(n, "近事。" * 20) for n in range(931, 935)]

@@ -26,7 +26,7 @@ from pipeline.llm.types import LLMBadOutput, LLMPermanentError, LLMRequest, LLMR
 from projects.state_ops import PatchError, apply_delta
 
 # Prompt budgets in estimator tokens (DESIGN §6), and output caps, per stage family. A budget is for
-# the stage's own part: a shared head marked ``cache_break`` (the book bible, pipeline/book_bible.py,
+# the stage's own part: a shared head marked ``cache_break`` (the book bible, pipeline/chapter/book_bible.py,
 # ≤ 6K and cached) comes on top of it, so the bible never pushes the chapter's material out.
 DEFAULT_BUDGETS = {"draft": 12_000, "summarize": 10_000, "refine": 8_000, "judge": 14_000, "plan": 24_000,
                    "quickstart": 16_000, "consolidate": 8_000, "review": 16_000, "promote": 6_000}

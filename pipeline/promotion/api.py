@@ -11,7 +11,7 @@ from pipeline.models import PipelineRun, RunKind
 from pipeline.promotion.platforms import PLATFORMS, STYLES
 from pipeline.promotion.run import STEPS, promotion_start, promotion_step_regenerate
 from pipeline.promotion.snapshot import seed_snapshot
-from pipeline.spending import llm_work_admit
+from pipeline.nightly.spending import llm_work_admit
 from projects.errors import NotFound
 from projects.permissions import Action
 from projects.selectors import project_get_for_member

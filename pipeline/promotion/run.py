@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db import transaction
 
-from pipeline.blackboard import Blackboard
+from pipeline.runtime.blackboard import Blackboard
 from pipeline.runtime.stage import Stage
 from pipeline.errors import PipelineNotReady
 from pipeline.llm.types import LLMBadOutput
@@ -28,7 +28,7 @@ from pipeline.promotion.platforms import CTA_TYPES, PLATFORMS, STYLES, fit_versi
 from pipeline.promotion.sensitive import FilterResult, project_words, sensitive_filter
 from pipeline.runtime.queueing import enqueue_stage
 from pipeline.runtime.claims import Claim, StageOutcome
-from pipeline.stages.base import PromptBlock, json_output, project_llm_call
+from pipeline.chapter.stages.base import PromptBlock, json_output, project_llm_call
 from projects.errors import InvalidData
 from projects.lock_objects import project_lock
 from projects.models import Chapter, ChapterSummary, Project

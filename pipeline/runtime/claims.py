@@ -26,10 +26,10 @@ from django.db import transaction
 from django.db.models import Case, Count, F, Q, TextField, Value, When
 from django.utils import timezone
 
-from pipeline.batch_end import StopReason, batch_end
-from pipeline.blackboard import Blackboard
-from pipeline.checkpoint import checkpoint_update
-from pipeline.gates import question_open
+from pipeline.nightly.batch_end import StopReason, batch_end
+from pipeline.runtime.blackboard import Blackboard
+from pipeline.runtime.checkpoint_moves import checkpoint_update
+from pipeline.questions.answers import question_open
 from pipeline.models import (
     FINISHED_STAGE_RUN_STATUSES,
     PipelineRun,

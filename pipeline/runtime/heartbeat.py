@@ -3,7 +3,7 @@
 A lease is short (``NOVELSITE_LEASE_SECONDS``, a minute by default) so that a dead worker's stage
 is taken over soon; a live worker keeps it by renewing it from a small thread every third of the
 lease while the stage works. Each renewal is one conditional UPDATE on the thread's own connection
-(``stage_claims.lease_renew``): no lock is held between renewals, and none while the model answers.
+(``claims.lease_renew``): no lock is held between renewals, and none while the model answers.
 When a renewal finds the lease gone (another worker took the stage over, the run was cancelled),
 the heartbeat stops and the stage must not write its results: ``LeaseHeartbeat.check`` raises
 ``LeaseLost``. A renewal that fails on a database error is only logged: the next one tries again,

@@ -1,6 +1,6 @@
 """Which code runs each stage: one table keyed by (run kind, stage name).
 
-A chapter run's stages are modules of ``pipeline/stages/`` (their ``execute`` reads the chapter's
+A chapter run's stages are modules of ``pipeline/chapter/stages/`` (their ``execute`` reads the chapter's
 context); every other kind of run lists its steps in a table of its own module. Adding a stage is
 one entry here (or in that table); the runner (``pipeline/runtime/runner.py``) has no special cases.
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 from pipeline.models import RunKind
 from pipeline.promotion.run import PROMOTION_STEPS
 from pipeline.runtime.stage import CHAPTER, Stage
-from pipeline.stages import commit, draft, judge, maintain, refine, summarize
-from pipeline.stages.plan import PLAN_STEPS
-from pipeline.stages.quickstart import QUICKSTART_STEPS
-from pipeline.stages.review import REVIEW_STEPS
-from pipeline.stages.revision import REVISION_STEPS
-from pipeline.stages.voice import STYLE_STEPS
+from pipeline.chapter.stages import commit, draft, judge, maintain, refine, summarize
+from pipeline.book.plan import PLAN_STEPS
+from pipeline.book.quickstart import QUICKSTART_STEPS
+from pipeline.book.review import REVIEW_STEPS
+from pipeline.book.revision import REVISION_STEPS
+from pipeline.book.voice import STYLE_STEPS
 from projects.errors import NovelsiteError
 
 

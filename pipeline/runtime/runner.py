@@ -8,14 +8,14 @@ import logging
 
 from django.db import DatabaseError, InterfaceError, OperationalError
 
-from pipeline import progress
-from pipeline.batch_budget import BudgetExhausted
-from pipeline.blackboard import Blackboard
-from pipeline.context import ChapterContext, chapter_context, context_restore, context_snapshot
+from pipeline.runtime import progress
+from pipeline.nightly.budget import BudgetExhausted
+from pipeline.runtime.blackboard import Blackboard
+from pipeline.chapter.context import ChapterContext, chapter_context, context_restore, context_snapshot
 from pipeline.errors import LeaseLost
 from pipeline.llm.types import LLMError
 from pipeline.models import PipelineRun
-from pipeline.nightly import run_budget_stop
+from pipeline.nightly.batches import run_budget_stop
 from pipeline.runtime.claims import Claim, StageOutcome, new_lease_owner, stage_claim, stage_complete, stage_fail
 from pipeline.runtime.db_connection import connection_drop_if_broken
 from pipeline.runtime.heartbeat import LeaseHeartbeat
@@ -69,7 +69,7 @@ def _run_claimed(claim: Claim, entry: Stage) -> None:
                        "next": outcome.next_stage, "status": outcome.status})
     except LeaseLost as exc:
         log.warning("run %s: %s", run_id, exc)
-    except BudgetExhausted as exc:  # not a failure: the run waits, whole, to be resumed (pipeline.nightly)
+    except BudgetExhausted as exc:  # not a failure: the run waits, whole, to be resumed (pipeline.nightly.batches)
         run_budget_stop(claim=claim, error=exc)
         progress.emit({"event": "done", "run_id": run_id, "chapter": claim.chapter, "stage": stage,
                        "next": None, "status": "waiting"})

@@ -15,9 +15,9 @@ from django.db import transaction
 from django.db.models import Case, F, Q, TextField, Value, When
 from django.utils import timezone
 
-from pipeline.batch_end import StopReason, batch_end
-from pipeline.blackboard import Blackboard
-from pipeline.checkpoint import checkpoint_update
+from pipeline.nightly.batch_end import StopReason, batch_end
+from pipeline.runtime.blackboard import Blackboard
+from pipeline.runtime.checkpoint_moves import checkpoint_update
 from pipeline.errors import PipelineBusy, PipelineNotReady
 from pipeline.models import (
     ACTIVE_RUN_STATUSES,

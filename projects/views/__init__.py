@@ -1,2 +1,2 @@
 """Server-rendered story pages (templates/projects/). Views call selectors to read and services
-to write; the pipeline's pages live in pipeline/views/."""
+to write; the pipeline's pages live in pipeline/web/views/."""

@@ -152,7 +152,7 @@ class Command(BaseCommand):
         return {"project": project.slug}
 
     def _write(self, options: dict[str, Any]) -> dict[str, Any]:
-        from pipeline.write_command import write_chapters
+        from pipeline.management.write_progress import write_chapters
 
         project = Project.objects.filter(slug=options["project"]).first()
         if project is None:
@@ -210,10 +210,10 @@ class Command(BaseCommand):
         return user
 
     def _next(self, options: dict[str, Any]) -> dict[str, Any]:
-        from pipeline.orchestrator import next_step
+        from pipeline.book.orchestrator import next_step
 
         if options.get("tree"):
-            from pipeline.tree_next import tree_next_step
+            from pipeline.steps.tree_next import tree_next_step
 
             data = tree_next_step(options["tree"])
             if not options["json"]:
@@ -233,10 +233,10 @@ class Command(BaseCommand):
         return data
 
     def _advance(self, options: dict[str, Any]) -> dict[str, Any]:
-        from pipeline.orchestrator import advance, next_step
+        from pipeline.book.orchestrator import advance, next_step
 
         if options.get("tree"):
-            from pipeline.tree_advance import advance_step
+            from pipeline.steps.tree_advance import advance_step
 
             step = options["step"] or options["project"]  # `advance --tree DIR <step>`
             checkpoint = advance_step(options["tree"], step)
@@ -255,7 +255,7 @@ class Command(BaseCommand):
         return data
 
     def _prompt(self, options: dict[str, Any]) -> dict[str, Any]:
-        from pipeline.prompt_preview import stage_prompt_preview
+        from pipeline.chapter.prompt_preview import stage_prompt_preview
 
         preview = stage_prompt_preview(self._project(options["project"]), options["chapter"], options["stage"])
         data = preview.as_dict()
@@ -280,7 +280,7 @@ class Command(BaseCommand):
     def _packet(self, options: dict[str, Any]) -> dict[str, Any]:
         from pathlib import Path
 
-        from pipeline.packets import instruction_packet, packet_manifest_path
+        from pipeline.steps.packets import instruction_packet, packet_manifest_path
         from projects.filetree.canonical import dump_json
 
         project = self._project(options["project"])
@@ -298,7 +298,7 @@ class Command(BaseCommand):
     def _import_step(self, options: dict[str, Any]) -> dict[str, Any]:
         from dataclasses import asdict as as_dict
 
-        from pipeline.import_step import step_import
+        from pipeline.steps.import_step import step_import
 
         project = self._project(options["project"])
         imported = step_import(project_id=project.pk, tree=options["tree"], step=options["step"],
@@ -311,7 +311,7 @@ class Command(BaseCommand):
         return as_dict(imported)
 
     def _validate(self, options: dict[str, Any]) -> dict[str, Any]:
-        from pipeline.tree_steps import validate_step
+        from pipeline.steps.tree_validate import validate_step
 
         check = validate_step(options["tree"], options["step"])
         data = {"step": options["step"], "ok": check.ok, "errors": check.errors, "warnings": check.warnings}
@@ -324,8 +324,8 @@ class Command(BaseCommand):
         return data
 
     def _plan(self, options: dict[str, Any]) -> dict[str, Any]:
-        from pipeline.orchestrator import next_step
-        from pipeline.stages.plan import volume_plan_start
+        from pipeline.book.orchestrator import next_step
+        from pipeline.book.plan import volume_plan_start
 
         project = self._project(options["project"])
         run = volume_plan_start(project_id=project.pk, notes=options["notes"])
@@ -337,7 +337,7 @@ class Command(BaseCommand):
         return data
 
     def _answer(self, options: dict[str, Any]) -> dict[str, Any]:
-        from pipeline.gates import gate_answer_submit
+        from pipeline.questions.answers import gate_answer_submit
         from pipeline.models import GateQuestion, GateStatus
 
         project = self._project(options["project"])
@@ -363,7 +363,7 @@ class Command(BaseCommand):
         return {"question_id": found[0].pk, "answer": answer.answer}
 
     def _rewrite(self, options: dict[str, Any]) -> dict[str, Any]:
-        from pipeline.rewrite import chapter_rewrite_start
+        from pipeline.book.rewrite import chapter_rewrite_start
 
         project = self._project(options["project"])
         run = chapter_rewrite_start(project_id=project.pk, chapter=options["chapter"], notes=options["notes"],
@@ -402,7 +402,7 @@ class Command(BaseCommand):
         return {"run_id": run.pk, "status": run.status, "snapshot": snapshot}
 
     def _ask(self, options: dict[str, Any]) -> dict[str, Any]:
-        from pipeline.ask import check_answer, validate_answer_spec, validate_question_spec
+        from pipeline.questions.spec import check_answer, validate_answer_spec, validate_question_spec
 
         def load(path: str) -> Any:
             try:
@@ -424,7 +424,7 @@ class Command(BaseCommand):
         return {"file": options["file"], "kind": kind, "errors": []}
 
     def _lint(self, options: dict[str, Any]) -> dict[str, Any]:
-        from pipeline.chapter_lint import lint_chapter, lint_file
+        from pipeline.chapter.lint import lint_chapter, lint_file
 
         number = None
         if options.get("chapter") is not None:
@@ -443,7 +443,7 @@ class Command(BaseCommand):
         return report.as_dict()
 
     def _print_lint(self, report) -> None:
-        from pipeline.craft.catalogue import RULES_BY_ID
+        from pipeline.chapter.craft.catalogue import RULES_BY_ID
 
         write = self.stdout.write
         write(f"{report.chars} 字，{len(report.findings)} 项发现（{len(report.hard)} 项必须修改）")
@@ -462,7 +462,7 @@ class Command(BaseCommand):
         status = project_status(project=project)
         data = asdict(status)
         data["project"] = {"slug": project.slug, "title": project.title}
-        from pipeline.selectors import project_error
+        from pipeline.web.selectors import project_error
 
         error = project_error(project=project)  # ERROR_RETRY's cause; None in any other state
         data["error"] = asdict(error) if error else None
