@@ -1,4 +1,4 @@
-"""pipeline.chapter.quality_gate, pipeline.chapter.checks and pipeline.chapter.style_drift: pure functions, no database."""
+"""pipeline.chapter.quality_gate, pipeline.chapter.prejudge_checks and pipeline.chapter.style_drift: pure functions, no database."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.chapter import checks, style_drift
+from pipeline.chapter import prejudge_checks as checks
+from pipeline.chapter import style_drift
 from pipeline.chapter import quality_gate as gate
 from pipeline.chapter.quality_gate import GateSettings, ScoreError, decide, recompute_overall
 from projects.json_validation import json_issues

@@ -6,7 +6,7 @@ from __future__ import annotations
 import jieba
 import pytest
 
-from pipeline.chapter.checks import run_checks
+from pipeline.chapter.prejudge_checks import run_checks
 from pipeline.chapter.quality_gate import decide
 from pipeline.chapter.story_checks import StoryInputs, story_checks
 from pipeline.chapter.story_checks.roster import person_tagger

@@ -1,7 +1,7 @@
 """The deterministic checks of one staged chapter and the evidence the judge reads (#18), the same
 on every path: the pipeline's judge stage and ``novel import-step``'s judge step.
 
-``chapter_checks`` runs ``pipeline.chapter.checks.run_checks`` with the story inputs (roster with aliases,
+``chapter_checks`` runs ``pipeline.chapter.prejudge_checks.run_checks`` with the story inputs (roster with aliases,
 state, place, ledger, rules). ``judge_evidence`` is what the judge's prompt shows beside the
 chapter: the cast's state, the roster's names and aliases, the ledger status of the foreshadowing
 the chapter touches, and the check results as Chinese sentences.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline.chapter.checks import ChecksReport, run_checks
+from pipeline.chapter.prejudge_checks import ChecksReport, run_checks
 from pipeline.chapter.context import ChapterContext
 from pipeline.chapter.story_checks.project_inputs import project_story_inputs, touched_foreshadowing
 from projects.platforms.limits import platform_limits

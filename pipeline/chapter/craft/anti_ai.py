@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.chapter.checks import BlacklistReport
+from pipeline.chapter.prejudge_checks import BlacklistReport
 from pipeline.chapter.craft.catalogue import RULES_BY_ID
 from pipeline.chapter.craft.lints import LintReport
 

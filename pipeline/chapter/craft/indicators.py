@@ -6,7 +6,7 @@ from __future__ import annotations
 from statistics import mean, pstdev
 from typing import Any
 
-from pipeline.chapter.checks import blacklist_hits
+from pipeline.chapter.prejudge_checks import blacklist_hits
 from pipeline.chapter.craft.catalogue import SENTENCE_PATTERNS
 from pipeline.chapter.craft.document import Document
 from pipeline.chapter.craft.rules_marks import ELLIPSIS, EM_DASH, EXCLAMATION

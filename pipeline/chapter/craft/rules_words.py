@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from pipeline.chapter.checks import NARRATION_ONLY, blacklist_matches
+from pipeline.chapter.prejudge_checks import NARRATION_ONLY, blacklist_matches
 from pipeline.chapter.craft.catalogue import DEFAULT_CONNECTORS, MAX_EVIDENCE, SENTENCE_PATTERNS, SIMILE_WORDS
 from pipeline.chapter.craft.document import Document, Finding
 
