@@ -6,10 +6,13 @@ from django.templatetags.static import static
 def healthz(request: HttpRequest) -> HttpResponse:
     """Liveness for load balancers and compose: 200 when the database answers."""
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
+        connection.ensure_connection()
+        usable = connection.is_usable()  # the backend's own ping (SELECT 1 on PostgreSQL)
     except Exception as exc:  # any database failure means "not healthy"
         return HttpResponse(f"database unavailable: {exc.__class__.__name__}", status=503, content_type="text/plain")
+    if not usable:
+        return HttpResponse("database unavailable: the connection does not answer", status=503,
+                            content_type="text/plain")
     return HttpResponse("ok", content_type="text/plain")
 
 

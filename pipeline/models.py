@@ -6,6 +6,7 @@ from django.db import models
 from simple_history.models import HistoricalRecords
 
 from pipeline.prompts import template_names
+from pipeline.prompts.validation import prompt_template_errors
 from projects.json_fields import SchemaJSONField
 from projects.models import Project
 from projects.models.base import EditVersioned
@@ -222,8 +223,6 @@ class PromptTemplate(EditVersioned):
     def clean(self) -> None:
         # Validated on every save path (admin, API, services): it must parse, render against the
         # default's sample context and stay inside the sandbox.
-        from pipeline.prompts.overrides import prompt_template_errors
-
         errors = prompt_template_errors(self.name, self.source)
         if errors:
             raise ValidationError({"source" if self.name in template_names() else "name": errors})

@@ -36,3 +36,11 @@ def quoted_spans(text: str) -> list[tuple[int, int]]:
     if stack and start < len(text):
         spans.append((start, len(text)))
     return spans
+
+
+def quoted_mask(text: str) -> list[bool]:
+    """For each character: is it inside quotes (``quoted_spans``)?"""
+    mask = [False] * len(text)
+    for start, end in quoted_spans(text):
+        mask[start:end] = [True] * (end - start)
+    return mask

@@ -93,7 +93,7 @@ def gunicorn_env(tmp: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_URL", "CACHE_URL", "DJANGO_"))}
     env.update(DEBUG="0", SECRET_KEY="slow-clients-" + os.urandom(16).hex(), ALLOWED_HOSTS=HOST,
                SECURE_SSL_REDIRECT="0", PYTHONPATH=str(REPO), DJANGO_SETTINGS_MODULE="novelsite.settings")
-    env.setdefault("DATABASE_URL", f"sqlite:///{tmp}/healthz.sqlite3")  # /healthz only runs SELECT 1
+    env.setdefault("DATABASE_URL", f"sqlite:///{tmp}/healthz.sqlite3")  # /healthz only pings the database
     return env
 
 

@@ -6,7 +6,8 @@ import pytest
 from django.urls import reverse
 
 from pipeline.models import PromptTemplate
-from pipeline.prompts.overrides import prompt_template_errors, prompt_template_source
+from pipeline.prompts.overrides import prompt_template_source
+from pipeline.prompts.validation import prompt_template_errors
 from pipeline.prompts import SAMPLE_CONTEXTS, default_source, template_names
 from projects.errors import InvalidData
 from projects.services.editing import story_object_create

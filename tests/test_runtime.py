@@ -279,6 +279,15 @@ def test_healthz_returns_ok(client):
     assert response.content == b"ok"
 
 
+@pytest.mark.django_db
+def test_healthz_says_503_when_the_database_does_not_answer(client, monkeypatch):
+    from django.db import connection
+
+    monkeypatch.setattr(connection, "is_usable", lambda: False)
+    response = client.get("/healthz")
+    assert response.status_code == 503 and b"database unavailable" in response.content
+
+
 @pytest.mark.parametrize(
     "command",
     [["check"], ["makemigrations", "--check", "--dry-run"]],

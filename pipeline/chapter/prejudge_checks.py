@@ -11,18 +11,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from projects.text_stats import CLOSE_QUOTES, OPEN_QUOTES, count_chars, quoted_spans  # noqa: F401 (re-exported)
+from pipeline.chapter.story_checks import StoryInputs, story_checks
+from projects.text_stats import CLOSE_QUOTES, OPEN_QUOTES, count_chars, quoted_mask, quoted_spans  # noqa: F401 (re-exported)
 
 NARRATION_ONLY = "narration_only"
 _MASK = "\0"
-
-
-def quoted_mask(text: str) -> list[bool]:
-    """For each character: is it inside quotes (``quoted_spans``)?"""
-    mask = [False] * len(text)
-    for start, end in quoted_spans(text):
-        mask[start:end] = [True] * (end - start)
-    return mask
 
 
 # --- blacklist (facts §13 lint-blacklist) -------------------------------------------------------------
@@ -248,7 +241,6 @@ def run_checks(text: str, *, blacklist: Mapping[str, Any] | None = None, target_
     foreshadowing update or required foreshadowing objective with no delta op. Their suspicions go
     to the judge; everything else (length, absent contract characters, blacklist overruns) is a
     warning. ``story`` is a ``StoryInputs``; without one, the roster and rules given here are used."""
-    from pipeline.chapter.story_checks import StoryInputs, story_checks  # it reads quotes through this module
 
     story = story or StoryInputs(characters=characters, delta_ops=delta_ops, rules=rules)
     report = ChecksReport(

@@ -10,6 +10,7 @@ from novelsite.llm_providers import stage_model_problems
 from projects.errors import InvalidData, NovelsiteError, SlugUnavailable
 from projects.lock_objects import project_lock
 from projects.models import CHECKPOINT_FIELDS, Membership, Project, Role, StoryState
+from projects.platforms.apply import platform_apply
 from projects.services.editing import full_clean_or_raise
 from projects.slugs import slug_not_available_message, slug_unavailable_message
 from projects.state_ops import empty_state
@@ -44,8 +45,7 @@ def project_create(*, owner: AbstractBaseUser | None, slug: str, title: str, **f
         raise SlugUnavailable(unavailable, extra={"fields": {"slug": [unavailable]}})
     platform = fields.pop("target_platform", "")
     project = Project(slug=slug, title=title, **fields)
-    if platform:  # the platform's built-in profile becomes the project's (projects.services.platforms)
-        from projects.services.platforms import platform_apply
+    if platform:  # the platform's built-in profile becomes the project's (projects.platforms.apply)
         platform_apply(project, platform=platform)
     project._history_user = owner
     full_clean_or_raise(project)
@@ -129,7 +129,6 @@ def project_settings_update(*, project: Project, editor: AbstractBaseUser | None
     platform = changes.pop("target_platform", None)
     for name, value in changes.items():
         setattr(current, name, value)
-    if platform is not None:  # another platform brings its own profile (projects.services.platforms)
-        from projects.services.platforms import platform_apply
+    if platform is not None:  # another platform brings its own profile (projects.platforms.apply)
         platform_apply(current, platform=platform)
     return project_update(project=current, editor=editor)

@@ -3,21 +3,14 @@ the active platform profile, as a form (the whole profile stays editable as JSON
 from __future__ import annotations
 
 from django import forms
-from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_http_methods
 
-from projects.errors import NovelsiteError
 from projects.labels import label
 from projects.models import Project, TargetPlatform
-from projects.permissions import Action
 from projects.platforms.genres import GENRES
 from projects.platforms.limits import active_platform_profile
-from projects.services.platforms import profile_numbers, project_platform_update
-from projects.views.access import page_context, project_access
+from projects.platforms.apply import profile_numbers
 
 COUNT = {"min_value": 0, "max_value": 1_000_000}
 DRIVE_TYPES = [("", gettext_lazy("Not chosen")), ("plot", gettext_lazy("The plot")),
@@ -68,32 +61,3 @@ class PlatformSettingsForm(forms.Form):
 def platform_form_initial(project: Project) -> dict:
     return {"target_platform": project.target_platform, "genre": project.genre,
             "genre_drive_type": project.genre_drive_type, **profile_numbers(active_platform_profile(project))}
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def platform_settings_view(request, slug: str):
-    """POST only in practice: the form is shown on the settings page. Another platform starts from
-    that platform's own numbers; otherwise the posted numbers are saved, checked in full."""
-    access = project_access(request, slug, Action.MANAGE)
-    project = access.project
-    if request.method != "POST":
-        return redirect("settings", slug=slug)
-    form = PlatformSettingsForm(request.POST, project=project)
-    if form.is_valid():
-        data = form.cleaned_data
-        changed = data["target_platform"] != project.target_platform
-        numbers = None if changed else {name: data[name] for name in form.NUMBER_FIELDS}
-        try:
-            project_platform_update(project=project, editor=request.user, platform=data["target_platform"],
-                                    genre=data["genre"], genre_drive_type=data["genre_drive_type"], numbers=numbers)
-        except NovelsiteError as exc:
-            form.add_error(None, exc.message)
-        else:
-            messages.success(request, _("Platform settings saved; the new platform's own numbers apply.") if changed
-                             else _("Platform settings saved."))
-            return redirect("settings", slug=slug)
-    from projects.views.projects import settings_page_context  # the page shows both forms
-
-    return render(request, "projects/settings.html", page_context(access, **{**settings_page_context(project),
-                                                                           "platform_form": form}))

@@ -35,6 +35,7 @@ from projects.services.invitations import (
     member_account_invite,
     member_invite,
 )
+from projects.services.platforms import project_platform_update
 from projects.services.projects import (
     membership_remove,
     project_create,
@@ -298,3 +299,30 @@ def settings_view(request, slug: str):
             return redirect("settings", slug=slug)
     return render(request, "projects/settings.html", page_context(access, **{**settings_page_context(project),
                                                                            "form": form}))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def platform_settings_view(request, slug: str):
+    """POST only in practice: the form is shown on the settings page. Another platform starts from
+    that platform's own numbers; otherwise the posted numbers are saved, checked in full."""
+    access = project_access(request, slug, Action.MANAGE)
+    project = access.project
+    if request.method != "POST":
+        return redirect("settings", slug=slug)
+    form = PlatformSettingsForm(request.POST, project=project)
+    if form.is_valid():
+        data = form.cleaned_data
+        changed = data["target_platform"] != project.target_platform
+        numbers = None if changed else {name: data[name] for name in form.NUMBER_FIELDS}
+        try:
+            project_platform_update(project=project, editor=request.user, platform=data["target_platform"],
+                                    genre=data["genre"], genre_drive_type=data["genre_drive_type"], numbers=numbers)
+        except NovelsiteError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, _("Platform settings saved; the new platform's own numbers apply.") if changed
+                             else _("Platform settings saved."))
+            return redirect("settings", slug=slug)
+    return render(request, "projects/settings.html", page_context(access, **{**settings_page_context(project),
+                                                                           "platform_form": form}))

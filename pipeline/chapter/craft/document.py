@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from pipeline.chapter.prejudge_checks import quoted_mask
+from projects.text_stats import quoted_mask
 from pipeline.chapter.craft.catalogue import MAX_EVIDENCE, RULES_BY_ID
 from pipeline.chapter.craft.text_units import Span, paragraphs, sentences
 from projects.text_stats import count_chars

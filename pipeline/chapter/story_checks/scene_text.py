@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from pipeline.chapter.prejudge_checks import quoted_mask
+from projects.text_stats import quoted_mask
 
 EVIDENCE_CHARS = 60
 SENTENCE_END = "。！？!?；;…\n"
