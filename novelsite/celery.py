@@ -1,13 +1,15 @@
 """The Celery app. Configuration comes from Django settings under the ``CELERY_`` namespace.
 
 Celery silently ignores a setting it does not know, so a misspelled ``CELERY_TASK_ACKS_LATE``
-would quietly turn off crash safety. ``unknown_celery_settings`` lists such names; the app refuses
-to configure itself while any exists, and ``manage.py check`` reports them too.
+would quietly turn off crash safety. ``unknown_celery_settings`` (novelsite/celery_settings.py)
+lists such names; the app refuses to configure itself while any exists, and ``manage.py check``
+reports them too.
 """
 import os
 
 from celery import Celery, signals
-from celery.app.defaults import NAMESPACES, flatten
+
+from novelsite.celery_settings import unknown_celery_settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "novelsite.settings")
 
@@ -24,22 +26,6 @@ class NovelsiteCelery(Celery):
 app = NovelsiteCelery("novelsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-
-# DB_REUSE_MAX is not a Celery option but a setting its Django fixup reads
-# (celery/fixups/django.py): how many tasks a worker process runs on one database connection.
-_KNOWN_CELERY_KEYS = frozenset(name for name, _option in flatten(NAMESPACES)) | {"db_reuse_max"}
-
-
-def unknown_celery_settings(settings_obj=None) -> list[str]:
-    """Names of ``CELERY_*`` settings that Celery does not recognise."""
-    if settings_obj is None:
-        from django.conf import settings as settings_obj
-    unknown = []
-    for name in dir(settings_obj):
-        if name.startswith("CELERY_") and name[len("CELERY_"):].lower() not in _KNOWN_CELERY_KEYS:
-            unknown.append(name)
-    return sorted(unknown)
-
 
 def _refuse_unknown_settings() -> None:
     unknown = unknown_celery_settings()

@@ -6,7 +6,7 @@ from django.core.checks import Error, Tags, register
 
 @register(Tags.compatibility)
 def celery_settings_check(app_configs=None, **kwargs) -> list[Error]:
-    from novelsite.celery import unknown_celery_settings
+    from novelsite.celery_settings import unknown_celery_settings
 
     errors = [
         Error(f"Unknown Celery setting {name}: Celery would ignore it.", id="novelsite.E001")

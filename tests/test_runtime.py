@@ -224,7 +224,7 @@ def test_debug_allowed_hosts_and_secret_key_follow_the_environment(deployed_conf
 
 
 def test_unknown_celery_settings_lists_a_misspelled_name():
-    from novelsite.celery import unknown_celery_settings
+    from novelsite.celery_settings import unknown_celery_settings
 
     settings_like = SimpleNamespace(CELERY_TASK_ACK_LATE=True, CELERY_TASK_ACKS_LATE=True, DEBUG=True)
     assert unknown_celery_settings(settings_like) == ["CELERY_TASK_ACK_LATE"]
