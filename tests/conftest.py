@@ -17,6 +17,7 @@ from django.conf import settings
 # fixtures across files without importing them into each test module).
 pytest_plugins = [
     "tests.api_fixtures",  # world, no_llm_work, fresh_throttle_cache
+    "tests.pipeline_fixtures",  # wakeups, backend_calls
 ]
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "").lower() in ("1", "true", "yes")
