@@ -18,6 +18,7 @@ from django.conf import settings
 pytest_plugins = [
     "tests.api_fixtures",  # world, no_llm_work, fresh_throttle_cache
     "tests.pipeline_fixtures",  # wakeups, backend_calls
+    "tests.worker_harness",  # workers
 ]
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "").lower() in ("1", "true", "yes")
