@@ -1,5 +1,10 @@
 """Shared set-up of the API tests: the sample project with one member per role, a token per user,
-one committed chapter with its evaluation and log, and a run in error."""
+one committed chapter with its evaluation and log, and a run in error.
+
+A pytest plugin (``pytest_plugins`` in tests/conftest.py), so every test module sees its fixtures
+without importing them; ``World``, ``ROLES`` and ``committed_chapter`` are imported as usual.
+``fresh_throttle_cache`` is not autouse: the modules that want it say so with
+``pytestmark = pytest.mark.usefixtures("fresh_throttle_cache")``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,8 +41,8 @@ def committed_chapter(project: Project, number: int = 1, *, text: str = "第一�
     return chapter
 
 
-@pytest.fixture(autouse=True)
-def _fresh_throttle_cache():
+@pytest.fixture
+def fresh_throttle_cache():
     cache.clear()  # throttle counters live in the cache; user ids repeat between tests
     yield
     cache.clear()

@@ -13,6 +13,15 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+# Fixtures shared by several test modules live in these plugin modules (pytest's way to share
+# fixtures across files without importing them into each test module).
+pytest_plugins = [
+    "tests.admin_fixtures",  # admin_world, novels, owner_client
+    "tests.api_fixtures",  # world, no_llm_work, fresh_throttle_cache
+    "tests.pipeline_fixtures",  # wakeups, backend_calls
+    "tests.worker_harness",  # workers
+]
+
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "").lower() in ("1", "true", "yes")
 
 

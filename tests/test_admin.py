@@ -2,15 +2,13 @@
 JSON validation and history.
 
 Project A ("alpha") and project B ("beta") are both the demo novel plus one row of every other
-model; the user under test belongs to A only. Roles decide everything (``projects.permissions``):
-no test user has a Django model permission.
+model; the user under test belongs to A only (the ``novels`` fixture, tests/admin_fixtures.py). Roles
+decide everything (``projects.permissions``): no test user has a Django model permission.
 """
 from __future__ import annotations
 
 import datetime
 import json
-from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -19,7 +17,6 @@ from django.contrib import admin
 from django.db import models
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
 from pipeline.models import GateAnswer, GateQuestion, LLMCall, PipelineRun, PromptTemplate, StageRun
 from projects.models import (
@@ -48,13 +45,9 @@ from projects.models import (
 )
 from projects.sample_project import sample_project_create
 from projects.services.editing import story_object_create, story_object_update
+from tests.admin_fixtures import ADMIN_MODELS, login_client, valid_row
 
 # --- What the admin should offer ------------------------------------------------------------------
-
-ADMIN_MODELS: list[type[models.Model]] = sorted(
-    (m for m in admin.site._registry if m._meta.app_label in ("projects", "pipeline")),
-    key=lambda m: m._meta.label,
-)
 
 # Written by the pipeline: people read them in the admin but never add, change or delete them.
 PIPELINE_OWNED = {
@@ -123,12 +116,6 @@ def has_save_button(response) -> bool:
     return b'name="_save"' in response.content
 
 
-def login_client(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def assert_redirects_to_admin_index(response) -> None:
     assert response.status_code == 302
     assert response.url == reverse("admin:index")
@@ -137,140 +124,6 @@ def assert_redirects_to_admin_index(response) -> None:
 def assert_redirects_to_login(response) -> None:
     assert response.status_code == 302
     assert response.url.startswith(reverse("admin:login"))
-
-
-# --- Data: the demo novel plus one row of every other model ---------------------------------------
-
-
-def _valid(model_class: type[models.Model], /, **fields: Any) -> models.Model:
-    obj = model_class(**fields)
-    obj.full_clean()
-    obj.save()
-    return obj
-
-
-def build_novel(owner, slug: str) -> dict[type[models.Model], models.Model]:
-    """Project ``slug`` owned by ``owner`` with at least one row of every admin model; returns one
-    row per model."""
-    project = sample_project_create(owner=owner, slug=slug)
-    volume = project.volumes.get(number=1)
-    storyline = project.storylines.get(slug="main-arc")
-    chapter = story_object_create(
-        instance=Chapter(project=project, volume=volume, number=1, storyline=storyline, title="雪原来客",
-                         text="林枫走进雪原，风很冷。陈老倒在雪里。"),
-        editor=owner,
-    )
-    note = story_object_create(instance=ResearchNote(project=project, name="star-fire", content="星火宗考据"),
-                               editor=owner)
-    template = story_object_create(
-        instance=PromptTemplate(project=project, name="draft.j2", source="第 {{ chapter }} 章", updated_by=owner),
-        editor=owner,
-    )
-    foreshadowing = _valid(Foreshadowing, project=project, fid="ancient_prophecy", description="远古预言",
-                           scope="long", status="planted", planted_chapter=1, planted_storyline="main-arc",
-                           last_updated_chapter=1)
-    _valid(ForeshadowingEvent, foreshadowing=foreshadowing, chapter=1, action="planted", detail="密信")
-    run = _valid(PipelineRun, project=project, kind="chapter", chapter=2, status="done", stage="commit",
-                 created_by=owner)
-    stage_run = _valid(StageRun, run=run, stage="draft", status="succeeded", backend="anthropic",
-                       model="claude-test", input_tokens=1200, output_tokens=3000, cost_usd=Decimal("0.12"),
-                       receipt={"blocks": [{"name": "system", "role": "system", "tokens": 800}]})
-    question = _valid(GateQuestion, project=project, run=run, step="chapter:002:judge", topic="节奏",
-                      spec={"version": 1, "topic": "节奏", "questions": [{"id": "q1", "text": "放慢节奏？"}]},
-                      answer_path="answers/chapter-002.json", status="answered")
-    return {
-        Project: project,
-        Membership: project.memberships.get(user=owner),
-        ResearchNote: note,
-        WorldDoc: project.world_docs.first(),
-        WorldRule: project.world_rules.first(),
-        Character: project.characters.get(slug="lin-feng"),
-        Storyline: storyline,
-        Volume: volume,
-        ChapterContract: project.chapter_contracts.first(),
-        Chapter: chapter,
-        ChapterSummary: _valid(ChapterSummary, project=project, chapter=chapter, storyline_slug="main-arc",
-                               text="林枫救下陈老，得到密信。"),
-        Evaluation: _valid(Evaluation, project=project, chapter=chapter,
-                           data={"chapter": 1, "overall": 4.2, "recommendation": "pass"},
-                           overall=Decimal("4.2"), recommendation="pass", gate_decision="pass"),
-        ChapterLog: _valid(ChapterLog, project=project, chapter=chapter,
-                           data={"chapter": 1, "stages": [{"name": "draft", "duration_ms": 1200}]},
-                           total_duration_ms=1200, total_cost_usd=Decimal("0.12"), gate_decision="pass"),
-        ArchivedSummary: _valid(ArchivedSummary, project=project, level="archive", chapter_start=1, chapter_end=5,
-                                volume_number=1, text="第 1-5 章：林枫南下。"),
-        StoryState: project.story_state,
-        StateChange: project.state_changes.first(),
-        VolumeStateSnapshot: _valid(VolumeStateSnapshot, project=project, volume_number=1,
-                                    data=project.story_state.data),
-        Foreshadowing: foreshadowing,
-        ExtraFile: _valid(ExtraFile, project=project, path="platform/qidian.md", content="起点要求"),
-        StoryFact: story_object_create(
-            instance=StoryFact(project=project, fact_id="fact-001", kind="promise", text="林枫答应护送陈老南下",
-                               chapter=1, characters=["lin-feng", "chen-lao"], storyline="main-arc"),
-            editor=owner),
-        PipelineRun: run,
-        StageRun: stage_run,
-        LLMCall: _valid(LLMCall, run=run, stage_run=stage_run, call_key=f"{run.pk}:draft:1:1", backend="anthropic",
-                        model="claude-test", request_sha256="0" * 64, output_text="林枫走进雪原。",
-                        usage={"input_tokens": 1200, "output_tokens": 3000}),
-        GateQuestion: question,
-        GateAnswer: _valid(GateAnswer, question=question, answered_by=owner, answered_at=timezone.now(),
-                           answer={"version": 1, "topic": "节奏", "answers": {"q1": "是"},
-                                   "answered_at": "2026-11-02T08:00:00Z", "answered_by": owner.username}),
-        PromptTemplate: template,
-    }
-
-
-def _pks_by_model() -> dict[type[models.Model], set[Any]]:
-    return {model: set(model._default_manager.values_list("pk", flat=True)) for model in ADMIN_MODELS}
-
-
-@dataclass
-class World:
-    a: dict[type[models.Model], models.Model]  # one row per model of project A
-    b: dict[type[models.Model], models.Model]  # one row per model of project B
-    b_pks: dict[type[models.Model], set[Any]]  # every row created for B, per model
-    # A's "owner", "editor", "reviewer", "viewer"; "other_member" (owner of B only), "outsider" (staff,
-    # member of nothing), "non_staff" (an editor of A without staff status)
-    users: dict[str, Any]
-
-
-@pytest.fixture(scope="module")
-def world(django_db_setup, django_db_blocker):
-    """Built once for the module inside a transaction that is rolled back at the end; every test runs
-    in its own savepoint (the ``db`` fixture), so tests may change data freely."""
-    from django.contrib.auth import get_user_model
-    from django.db import transaction
-
-    def user(username: str, staff: bool = True):
-        return get_user_model().objects.create_user(username=username, password="pw-" + username, is_staff=staff)
-
-    with django_db_blocker.unblock(), transaction.atomic():
-        users = {"owner": user("alice")}
-        rows_a = build_novel(users["owner"], "alpha")
-        before = _pks_by_model()
-        users["other_member"] = user("bob")
-        rows_b = build_novel(users["other_member"], "beta")
-        b_pks = {model: pks - before[model] for model, pks in _pks_by_model().items()}
-        for role in (Role.EDITOR, Role.REVIEWER, Role.VIEWER):
-            users[role.value] = user(role.value)
-            Membership.objects.create(project=rows_a[Project], user=users[role.value], role=role)
-        users["outsider"] = user("outsider")
-        users["non_staff"] = user("non-staff", staff=False)
-        Membership.objects.create(project=rows_a[Project], user=users["non_staff"], role=Role.EDITOR)
-        yield World(a=rows_a, b=rows_b, b_pks=b_pks, users=users)
-        transaction.set_rollback(True)
-
-
-@pytest.fixture
-def novels(world, db) -> World:
-    return world
-
-
-@pytest.fixture
-def owner_client(novels) -> Client:
-    return login_client(novels.users["owner"])
 
 
 def fresh(obj: models.Model) -> models.Model:
@@ -464,8 +317,8 @@ def test_owner_deletes_project_with_pipeline_records(novels):
     """The project's read-only pipeline rows (state, changelog, runs …) go with it."""
     user = novels.users["outsider"]
     project = sample_project_create(owner=user, slug="gamma")
-    run = _valid(PipelineRun, project=project, kind="plan", volume_number=2, status="done")
-    _valid(StageRun, run=run, stage="plan", status="succeeded")
+    run = valid_row(PipelineRun, project=project, kind="plan", volume_number=2, status="done")
+    valid_row(StageRun, run=run, stage="plan", status="succeeded")
     client = login_client(user)
     url = admin_url(Project, "delete", project.pk)
 

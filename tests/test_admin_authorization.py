@@ -12,17 +12,8 @@ from django.contrib.admin.filters import RelatedFieldListFilter
 
 from projects.models import Project
 from projects.services.projects import PROJECT_SETTINGS_FIELDS as SETTINGS_FIELDS
-from tests.test_admin import (  # noqa: F401  (fixtures)
-    ADMIN_MODELS,
-    admin_url,
-    change_url,
-    fresh,
-    login_client,
-    novels,
-    owner_client,
-    valid_change_data,
-    world,
-)
+from tests.admin_fixtures import ADMIN_MODELS, login_client
+from tests.test_admin import admin_url, change_url, fresh, valid_change_data
 
 # A new value for each owner-only field of the project form, as a browser posts it.
 NEW_SETTINGS: dict[str, Any] = {

@@ -34,7 +34,7 @@ from projects.models import (
     WorldDoc,
     WorldRule,
 )
-from tests.test_admin import build_novel
+from tests.admin_fixtures import build_novel
 from tests.conftest import shot
 from tests.test_filetree import CLI_TREE
 

@@ -9,7 +9,8 @@ from django.db import connection
 
 from projects.models import Character
 from projects.sample_project import sample_project_create
-from tests.test_admin import change_url, login_client, valid_change_data
+from tests.admin_fixtures import login_client
+from tests.test_admin import change_url, valid_change_data
 
 
 @pytest.mark.postgres

@@ -7,9 +7,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from tests.api_fixtures import _fresh_throttle_cache  # noqa: F401
-
-pytestmark = pytest.mark.usefixtures("eager_offline")
+pytestmark = pytest.mark.usefixtures("fresh_throttle_cache", "eager_offline")
 
 BRIEF = "北境少年林枫在雪原上救下一位神秘老人，卷入星火宗覆灭的旧案，一路南下追查预言的真相。"
 

@@ -6,8 +6,8 @@ import pytest
 
 from pipeline.models import PipelineRun
 from projects.models import Chapter, Membership, Project
-from tests.api_fixtures import World, world  # noqa: F401  (fixture)
-from tests.api_fixtures import _fresh_throttle_cache, no_llm_work  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("fresh_throttle_cache")
 
 
 def _snapshot(project: Project) -> tuple:
@@ -29,7 +29,7 @@ def _error(response, status: int, code: str) -> dict:
 
 
 @pytest.mark.django_db
-def test_create_project_from_a_brief_makes_you_its_owner(world):  # noqa: F811
+def test_create_project_from_a_brief_makes_you_its_owner(world):
     client = world.client("outsider")
     response = client.post("/api/projects", {"slug": "new-novel", "title": "新书", "brief": "少年出山。",
                                              "genre": "xuanhuan", "target_platform": "qidian"}, format="json")
@@ -39,7 +39,7 @@ def test_create_project_from_a_brief_makes_you_its_owner(world):  # noqa: F811
 
 
 @pytest.mark.django_db
-def test_owner_changes_settings_validated_by_the_json_schemas(world):  # noqa: F811
+def test_owner_changes_settings_validated_by_the_json_schemas(world):
     client, url = world.client("owner"), f"/api/projects/{world.project.slug}"
     response = client.patch(url, {"autopilot_enabled": True, "autopilot_chapters_per_night": 5,
                                   "autopilot_cost_cap_usd": "2.50"}, format="json")
@@ -52,7 +52,7 @@ def test_owner_changes_settings_validated_by_the_json_schemas(world):  # noqa: F
 
 
 @pytest.mark.django_db
-def test_chapter_edit_with_base_version_and_conflict(world):  # noqa: F811
+def test_chapter_edit_with_base_version_and_conflict(world):
     url = f"/api/projects/{world.project.slug}/chapters/1"
     editor, owner = world.client("editor"), world.client("owner")
     assert editor.get(url).json()["version"] == 1
@@ -67,7 +67,7 @@ def test_chapter_edit_with_base_version_and_conflict(world):  # noqa: F811
 
 
 @pytest.mark.django_db
-def test_state_at_a_chapter_replays_the_changelog(world):  # noqa: F811
+def test_state_at_a_chapter_replays_the_changelog(world):
     base = f"/api/projects/{world.project.slug}/state"
     client = world.client("viewer")
     now = client.get(base).json()
@@ -78,7 +78,7 @@ def test_state_at_a_chapter_replays_the_changelog(world):  # noqa: F811
 
 
 @pytest.mark.django_db
-def test_write_n_chapters_starts_one_run_with_the_rest_as_a_batch(world):  # noqa: F811
+def test_write_n_chapters_starts_one_run_with_the_rest_as_a_batch(world):
     Chapter.objects.filter(project=world.project).delete()  # the sample's chapter 1 is to be written
     Project.objects.filter(pk=world.project.pk).update(last_completed_chapter=0)
     response = world.client("editor").post(f"/api/projects/{world.project.slug}/write", {"chapters": 3},
@@ -131,7 +131,7 @@ HOSTILE = [
 @pytest.mark.django_db
 @pytest.mark.parametrize(("method", "suffix", "payload", "status", "code"), HOSTILE,
                          ids=[f"{m} {s} {str(p)[:30]}" for m, s, p, _st, _c in HOSTILE])
-def test_hostile_payloads_are_refused_and_change_nothing(world, method, suffix, payload, status, code):  # noqa: F811
+def test_hostile_payloads_are_refused_and_change_nothing(world, method, suffix, payload, status, code):
     client = world.client("owner")
     before = _snapshot(world.project)
     url = f"/api/projects/{world.project.slug}{suffix}"
@@ -143,7 +143,7 @@ def test_hostile_payloads_are_refused_and_change_nothing(world, method, suffix, 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("slug", ["../demo", "demo/../../admin", "import", "x" * 61, "demo", "", "新书"])
-def test_project_create_refuses_bad_and_taken_slugs(world, slug):  # noqa: F811
+def test_project_create_refuses_bad_and_taken_slugs(world, slug):
     before = Project.objects.count()
     response = world.client("outsider").post("/api/projects", {"slug": slug, "title": "t"}, format="json")
     _error(response, 400, "invalid")
@@ -156,19 +156,19 @@ def test_project_create_refuses_bad_and_taken_slugs(world, slug):  # noqa: F811
                                   "/api/projects/demo/chapters/99999999999999999999",
                                   "/api/projects/demo/members/..%2F..%2Fadmin",
                                   "/api/projects/demo/world-docs/..%2F..%2Fetc%2Fpasswd"])
-def test_traversal_and_out_of_range_paths_are_not_found(world, path):  # noqa: F811
+def test_traversal_and_out_of_range_paths_are_not_found(world, path):
     assert world.client("owner").get(path).status_code == 404
 
 
 @pytest.mark.django_db
-def test_body_that_is_not_json_is_a_400(world):  # noqa: F811
+def test_body_that_is_not_json_is_a_400(world):
     response = world.client("owner").generic("PATCH", f"/api/projects/{world.project.slug}/chapters/1",
                                               "{not json", content_type="application/json")
     _error(response, 400, "parse_error")
 
 
 @pytest.mark.django_db
-def test_a_body_over_the_upload_limit_is_a_413_in_the_error_shape(world):  # noqa: F811
+def test_a_body_over_the_upload_limit_is_a_413_in_the_error_shape(world):
     import json
 
     before = _snapshot(world.project)
@@ -183,7 +183,7 @@ def test_a_body_over_the_upload_limit_is_a_413_in_the_error_shape(world):  # noq
 
 
 @pytest.mark.django_db
-def test_actions_that_start_llm_work_are_throttled(world, settings):  # noqa: F811
+def test_actions_that_start_llm_work_are_throttled(world, settings):
     settings.NOVELSITE_SPENDING = {**settings.NOVELSITE_SPENDING, "user_rate": "2/minute", "max_active_runs": 10}
     client, url = world.client("editor"), f"/api/projects/{world.project.slug}/write"
     assert [client.post(url, {}, format="json").status_code for _ in range(2)] == [202, 409]  # started; busy

@@ -12,8 +12,9 @@ from django.urls import Resolver404, resolve
 
 from pipeline.models import PipelineRun, RunKind, RunStatus
 from projects.permissions import ALLOWED, Action
-from tests.api_fixtures import ROLES, World, world  # noqa: F401  (fixture)
-from tests.api_fixtures import _fresh_throttle_cache, no_llm_work  # noqa: F401
+from tests.api_fixtures import ROLES, World
+
+pytestmark = pytest.mark.usefixtures("fresh_throttle_cache")
 
 S = "/api/projects/{slug}"
 
@@ -72,13 +73,13 @@ CALLERS = ("anonymous", "outsider", "viewer", "reviewer", "editor", "owner")
 
 
 @pytest.fixture
-def matrix_world(world: World) -> tuple[World, int]:  # noqa: F811
+def matrix_world(world: World) -> tuple[World, int]:
     run = PipelineRun.objects.create(project=world.project, kind=RunKind.CHAPTER, chapter=2, volume_number=1,
                                      status=RunStatus.ERROR, stage="draft", error="LLM overloaded")
     return world, run.pk
 
 
-def _call(world: World, who: str, method: str, path: str, payload):  # noqa: F811
+def _call(world: World, who: str, method: str, path: str, payload):
     client = world.client(who)
     return getattr(client, method)(path, payload, format="json") if payload is not None else \
         getattr(client, method)(path)
@@ -119,7 +120,7 @@ ANY_USER_ENDPOINTS = [("get", "/api/projects"), ("post", "/api/projects"), ("pos
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("method", "path"), ANY_USER_ENDPOINTS)
-def test_endpoints_outside_a_project_need_a_signed_in_user(world, method, path):  # noqa: F811
+def test_endpoints_outside_a_project_need_a_signed_in_user(world, method, path):
     response = getattr(world.client("anonymous"), method)(path, {}, format="json")
     assert response.status_code == 401
     assert response.json()["code"] == "not_authenticated"
@@ -128,7 +129,7 @@ def test_endpoints_outside_a_project_need_a_signed_in_user(world, method, path):
 
 
 @pytest.mark.django_db
-def test_project_list_shows_only_your_memberships(world, make_user):  # noqa: F811
+def test_project_list_shows_only_your_memberships(world, make_user):
     from tests.factories import ProjectFactory
 
     ProjectFactory(slug="someone-elses")
@@ -139,7 +140,7 @@ def test_project_list_shows_only_your_memberships(world, make_user):  # noqa: F8
 
 
 @pytest.mark.django_db
-def test_session_authentication_works_and_keeps_csrf(world):  # noqa: F811
+def test_session_authentication_works_and_keeps_csrf(world):
     from rest_framework.test import APIClient
 
     client = APIClient(enforce_csrf_checks=True)
@@ -152,7 +153,7 @@ def test_session_authentication_works_and_keeps_csrf(world):  # noqa: F811
 
 
 @pytest.mark.django_db
-def test_role_changes_take_effect_at_once(world):  # noqa: F811
+def test_role_changes_take_effect_at_once(world):
     owner, slug = world.client("owner"), world.project.slug
     assert owner.patch(f"/api/projects/{slug}/members/viewer", {"role": "editor"}, format="json").status_code == 200
     response = world.client("viewer").patch(f"/api/projects/{slug}/chapters/1", {"title": "y", "base_version": 1},
@@ -163,7 +164,7 @@ def test_role_changes_take_effect_at_once(world):  # noqa: F811
 
 
 @pytest.mark.django_db
-def test_the_last_owner_cannot_leave_or_be_demoted(world):  # noqa: F811
+def test_the_last_owner_cannot_leave_or_be_demoted(world):
     owner, slug = world.client("owner"), world.project.slug
     response = owner.patch(f"/api/projects/{slug}/members/owner", {"role": "viewer"}, format="json")
     assert (response.status_code, response.json()["code"]) == (400, "invalid")

@@ -9,8 +9,8 @@ from django.test.utils import CaptureQueriesContext
 
 from pipeline.models import LLMCall, PipelineRun, RunKind, RunStatus, StageRun
 from projects.models import Chapter, Character, Evaluation, Foreshadowing, Project, StoryFact, WorldDoc, WorldRule
-from tests.api_fixtures import World, world  # noqa: F401  (fixture)
-from tests.api_fixtures import _fresh_throttle_cache, no_llm_work  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("fresh_throttle_cache")
 
 LISTS = ["", "/members", "/volumes", "/chapters", "/chapters?volume=1", "/chapters/3/receipts", "/characters",
          "/storylines", "/world-rules", "/world-docs", "/foreshadowing", "/facts", "/runs", "/gates"]
@@ -52,7 +52,7 @@ def _count(client, url: str) -> int:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("suffix", LISTS)
-def test_list_query_count_does_not_grow_with_the_book(world, suffix, django_assert_num_queries):  # noqa: F811
+def test_list_query_count_does_not_grow_with_the_book(world, suffix, django_assert_num_queries):
     client, url = world.client("viewer"), f"/api/projects/{world.project.slug}{suffix}"
     grow_book(world.project, 5)
     small = _count(client, url)
@@ -64,7 +64,7 @@ def test_list_query_count_does_not_grow_with_the_book(world, suffix, django_asse
 
 
 @pytest.mark.django_db
-def test_project_list_query_count_does_not_grow_with_the_projects(world, django_assert_num_queries):  # noqa: F811
+def test_project_list_query_count_does_not_grow_with_the_projects(world, django_assert_num_queries):
     from projects.models import Membership
     from tests.factories import ProjectFactory
 
@@ -77,7 +77,7 @@ def test_project_list_query_count_does_not_grow_with_the_projects(world, django_
 
 
 @pytest.mark.django_db
-def test_chapter_list_never_loads_the_text(world):  # noqa: F811
+def test_chapter_list_never_loads_the_text(world):
     grow_book(world.project, 5)
     with CaptureQueriesContext(connection) as queries:
         body = world.client("viewer").get(f"/api/projects/{world.project.slug}/chapters").json()
@@ -88,7 +88,7 @@ def test_chapter_list_never_loads_the_text(world):  # noqa: F811
 
 
 @pytest.mark.django_db
-def test_cursor_pagination_walks_every_chapter_once(world):  # noqa: F811
+def test_cursor_pagination_walks_every_chapter_once(world):
     grow_book(world.project, 120)
     client, url, seen = world.client("viewer"), f"/api/projects/{world.project.slug}/chapters?page_size=50", []
     while url:
@@ -99,7 +99,7 @@ def test_cursor_pagination_walks_every_chapter_once(world):  # noqa: F811
 
 
 @pytest.mark.django_db
-def test_receipts_list_the_calls_without_their_output(world):  # noqa: F811
+def test_receipts_list_the_calls_without_their_output(world):
     grow_book(world.project, 3)
     body = world.client("viewer").get(f"/api/projects/{world.project.slug}/chapters/3/receipts").json()
     assert body["results"][0]["stage"] == "draft"
@@ -108,7 +108,7 @@ def test_receipts_list_the_calls_without_their_output(world):  # noqa: F811
 
 
 @pytest.mark.django_db
-def test_foreshadowing_flags_overdue_items(world):  # noqa: F811
+def test_foreshadowing_flags_overdue_items(world):
     grow_book(world.project, 10)
     items = {f["id"]: f for f in world.client("viewer").get(
         f"/api/projects/{world.project.slug}/foreshadowing?page_size=200").json()["results"]}

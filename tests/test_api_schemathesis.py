@@ -10,8 +10,9 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 
-from tests.api_fixtures import World, world  # noqa: F401  (fixture)
-from tests.api_fixtures import _fresh_throttle_cache, no_llm_work  # noqa: F401
+from tests.api_fixtures import World
+
+pytestmark = pytest.mark.usefixtures("fresh_throttle_cache")
 
 MAX_EXAMPLES = 10
 
@@ -33,7 +34,7 @@ def keep_test_connection():
 
 
 @pytest.fixture
-def fuzz_world(world: World, settings, keep_test_connection):  # noqa: F811
+def fuzz_world(world: World, settings, keep_test_connection):
     settings.NOVELSITE_SPENDING = {**settings.NOVELSITE_SPENDING, "user_rate": "100000/minute",
                                    "project_rate": "100000/minute", "max_active_runs": 1000}
     return world

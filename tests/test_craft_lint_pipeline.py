@@ -14,9 +14,7 @@ from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import GateQuestion, RunStatus
 from pipeline.runtime.runs import chapter_run_start
 from projects.models import Chapter, Evaluation, PipelineStage
-from tests.test_pipeline import (  # noqa: F401  (wakeups is a fixture)
-    LLM_STAGES, NO_ROWS, content, project_with_contracts, stages_of, story_rows, wakeups,
-)
+from tests.test_pipeline import LLM_STAGES, NO_ROWS, content, project_with_contracts, stages_of, story_rows
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_offline")]
 

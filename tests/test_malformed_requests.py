@@ -14,17 +14,18 @@ from django.test import Client
 from pipeline.models import PipelineRun
 from projects.models import Project
 from projects.query_params import plain_int
-from tests.api_fixtures import World, world  # noqa: F401  (fixture)
-from tests.api_fixtures import _fresh_throttle_cache, no_llm_work  # noqa: F401
+from tests.api_fixtures import World
+
+pytestmark = pytest.mark.usefixtures("fresh_throttle_cache")
 
 
-def _api(world: World, who: str = "owner"):  # noqa: F811
+def _api(world: World, who: str = "owner"):
     client = world.client(who)
     client.raise_request_exception = False  # a 500 is a response here, as a user would get it
     return client
 
 
-def _web(world: World, who: str = "owner") -> Client:  # noqa: F811
+def _web(world: World, who: str = "owner") -> Client:
     client = Client(raise_request_exception=False)
     client.force_login(world.users[who])
     return client
@@ -55,14 +56,14 @@ SETTINGS_FORM = {"title": "雪原", "autopilot_chapters_per_night": 0, "autopilo
 @pytest.mark.django_db
 @pytest.mark.parametrize("cursor", [_cursor("p=abc"), _cursor("p=1%00"), _cursor("r=1&p=\x00"),
                                     _cursor("p=1.5"), _cursor("o=x")])
-def test_an_invalid_cursor_is_a_404_in_the_error_shape(world, cursor):  # noqa: F811
+def test_an_invalid_cursor_is_a_404_in_the_error_shape(world, cursor):
     for path in ("/chapters", "/members", ""):  # ordered by number, by pk, and the project list
         url = f"/api/projects/{world.project.slug}{path}" if path else "/api/projects"
         _error(_api(world).get(url, {"cursor": cursor}), 404, "not_found")
 
 
 @pytest.mark.django_db
-def test_a_cursor_with_nul_on_a_list_ordered_by_text_is_a_404(world):  # noqa: F811
+def test_a_cursor_with_nul_on_a_list_ordered_by_text_is_a_404(world):
     _error(_api(world).get(f"/api/projects/{world.project.slug}/characters", {"cursor": _cursor("p=a\x00")}),
            404, "not_found")
 
@@ -77,7 +78,7 @@ def test_a_cursor_with_nul_on_a_list_ordered_by_text_is_a_404(world):  # noqa: F
     ("PATCH", "/{slug}", '{"gate_settings": {"x": ' + _nested(100_000) + "}}"),
     ("PATCH", "/{slug}", '{"stage_models": ' + _nested(65) + "}"),  # parses, but deeper than allowed
 ], ids=["create", "promotion", "settings", "just-over-the-bound"])
-def test_json_nested_too_deep_is_a_400_and_writes_nothing(world, method, suffix, body):  # noqa: F811
+def test_json_nested_too_deep_is_a_400_and_writes_nothing(world, method, suffix, body):
     before = (Project.objects.count(), PipelineRun.objects.count())
     slug = world.project.slug
     url = "/api/projects" + (suffix.format(slug=slug) if "{" in suffix else (f"/{slug}{suffix}" if suffix else ""))
@@ -87,7 +88,7 @@ def test_json_nested_too_deep_is_a_400_and_writes_nothing(world, method, suffix,
 
 
 @pytest.mark.django_db
-def test_json_of_ordinary_depth_is_still_accepted(world):  # noqa: F811
+def test_json_of_ordinary_depth_is_still_accepted(world):
     response = _api(world).patch(f"/api/projects/{world.project.slug}", {"stage_models": {"draft": "m-1"}},
                                  format="json")
     assert response.status_code == 200, response.json()
@@ -95,7 +96,7 @@ def test_json_of_ordinary_depth_is_still_accepted(world):  # noqa: F811
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("value", [_nested(100_000), '{"draft": "a\\u0000b"}'], ids=["deep", "nul"])
-def test_the_web_settings_form_shows_bad_json_as_a_form_error(world, value):  # noqa: F811
+def test_the_web_settings_form_shows_bad_json_as_a_form_error(world, value):
     response = _web(world).post(f"/p/{world.project.slug}/settings/", {**SETTINGS_FORM, "gate_settings": value})
     assert response.status_code == 200
     assert response.context["form"].errors["gate_settings"]
@@ -109,13 +110,13 @@ def test_the_web_settings_form_shows_bad_json_as_a_form_error(world, value):  # 
 @pytest.mark.parametrize("path", ["/p/{slug}/state/?chapter=²", "/p/{slug}/chapters/?volume=²",
                                   "/p/{slug}/runs/?chapter=²", "/p/{slug}/runs/?chapter=١",
                                   "/p/{slug}/state/?chapter=1e3"])
-def test_a_number_that_is_not_plain_digits_is_a_404_page(world, path):  # noqa: F811
+def test_a_number_that_is_not_plain_digits_is_a_404_page(world, path):
     response = _web(world).get(path.format(slug=world.project.slug))
     assert response.status_code == 404
 
 
 @pytest.mark.django_db
-def test_plain_numbers_and_blank_parameters_still_work_on_the_web(world):  # noqa: F811
+def test_plain_numbers_and_blank_parameters_still_work_on_the_web(world):
     web, slug = _web(world), world.project.slug
     assert web.get(f"/p/{slug}/state/?chapter=1").status_code == 200
     assert web.get(f"/p/{slug}/state/?chapter=").status_code == 200
@@ -124,14 +125,14 @@ def test_plain_numbers_and_blank_parameters_still_work_on_the_web(world):  # noq
 
 
 @pytest.mark.django_db
-def test_a_unicode_digit_in_the_api_volume_filter_is_a_404(world):  # noqa: F811
+def test_a_unicode_digit_in_the_api_volume_filter_is_a_404(world):
     _error(_api(world).get(f"/api/projects/{world.project.slug}/chapters", {"volume": "²"}), 404, "not_found")
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("kind", "target"), [("chapter", "²"), ("volume", "²"), ("chapters", "1-²"),
                                               ("chapters", "١-2")])
-def test_a_unicode_digit_as_a_promotion_target_is_refused_on_the_web(world, kind, target):  # noqa: F811
+def test_a_unicode_digit_as_a_promotion_target_is_refused_on_the_web(world, kind, target):
     response = _web(world, "editor").post(f"/p/{world.project.slug}/promotions/",
                                           {"target_kind": kind, "target": target}, follow=True)
     assert response.status_code == 200
@@ -140,7 +141,7 @@ def test_a_unicode_digit_as_a_promotion_target_is_refused_on_the_web(world, kind
 
 
 @pytest.mark.django_db
-def test_a_unicode_digit_as_a_promotion_target_is_refused_by_the_api_and_the_cli(world):  # noqa: F811
+def test_a_unicode_digit_as_a_promotion_target_is_refused_by_the_api_and_the_cli(world):
     response = _api(world, "editor").post(f"/api/projects/{world.project.slug}/promotions", {"chapter": "²"},
                                           format="json")
     _error(response, 400, "invalid")
@@ -161,20 +162,20 @@ def test_one_integer_parser_accepts_only_plain_ascii_digits():
 @pytest.mark.django_db
 @pytest.mark.parametrize("suffix", ["%00", "/characters/a%00b", "/world-docs/a%00b", "/members/a%00b",
                                     "/chapters?volume=1%00"])
-def test_nul_in_an_api_address_is_a_400_in_the_error_shape(world, suffix):  # noqa: F811
+def test_nul_in_an_api_address_is_a_400_in_the_error_shape(world, suffix):
     _error(_api(world).get(f"/api/projects/{world.project.slug}{suffix}"), 400, "invalid")
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", ["/p/{slug}%00/", "/p/{slug}/state/?chapter=1%00", "/p/{slug}/world/?x=%00"])
-def test_nul_in_a_web_address_is_a_400_page(world, path):  # noqa: F811
+def test_nul_in_a_web_address_is_a_400_page(world, path):
     assert _web(world).get(path.format(slug=world.project.slug)).status_code == 400
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("body", ['{"stage_models": {"draft": "a\\u0000b"}}', '{"gate_settings": {"a\\u0000": 1}}',
                                   '{"title": "a\\u0000"}', '{"stage_models": {"draft": "\\ud800"}}'])
-def test_nul_or_a_lone_surrogate_in_json_is_a_400_and_changes_nothing(world, body):  # noqa: F811
+def test_nul_or_a_lone_surrogate_in_json_is_a_400_and_changes_nothing(world, body):
     before = Project.objects.values().get(pk=world.project.pk)
     response = _api(world).generic("PATCH", f"/api/projects/{world.project.slug}", body,
                                    content_type="application/json")
@@ -186,7 +187,7 @@ def test_nul_or_a_lone_surrogate_in_json_is_a_400_and_changes_nothing(world, bod
 
 
 @pytest.mark.django_db
-def test_in_production_api_errors_keep_the_shape_and_web_errors_show_a_page(world, settings, monkeypatch):  # noqa: F811
+def test_in_production_api_errors_keep_the_shape_and_web_errors_show_a_page(world, settings, monkeypatch):
     settings.DEBUG = False
     _error(_api(world).get("/api/no-such-endpoint"), 404, "not_found")
     _error(_api(world).get(f"/api/projects/{world.project.slug}/characters/a%00b"), 400, "invalid")
@@ -208,7 +209,7 @@ def test_in_production_api_errors_keep_the_shape_and_web_errors_show_a_page(worl
     ("{not json", "JSON"), ('{"lints": {"no_such_threshold": 1}}', "no_such_threshold"),
     ('{"lints": {"simile_max_per_kchars": -1}}', "simile_max_per_kchars"), ('{"word_count": {"min": "many"}}', "min"),
 ], ids=["not-json", "unknown-threshold", "negative", "not-a-number"])
-def test_the_lint_settings_are_refused_in_words_and_nothing_is_saved(world, value, words):  # noqa: F811
+def test_the_lint_settings_are_refused_in_words_and_nothing_is_saved(world, value, words):
     response = _web(world).post(f"/p/{world.project.slug}/settings/", {**SETTINGS_FORM, "manual_cost_cap_usd": "20",
                                                                         "lint_settings": value})
     assert response.status_code == 200 and words in response.content.decode()
@@ -216,7 +217,7 @@ def test_the_lint_settings_are_refused_in_words_and_nothing_is_saved(world, valu
 
 
 @pytest.mark.django_db
-def test_the_lint_settings_are_saved_from_the_settings_page_and_the_lints_use_them(world):  # noqa: F811
+def test_the_lint_settings_are_saved_from_the_settings_page_and_the_lints_use_them(world):
     from pipeline.chapter.lint import project_lint_settings
 
     value = '{"lints": {"simile_max_per_kchars": 4}, "word_count": {"min": 1500, "max": 6000}}'

@@ -16,9 +16,8 @@ from django.test import Client
 from django.urls import reverse
 
 from projects.models import Membership
-from tests.api_fixtures import _fresh_throttle_cache, no_llm_work, world  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_throttle_cache")]
 NEW_PASSWORD = "Lantern-Noodles-42"
 
 
@@ -32,13 +31,13 @@ def email_on(settings):
     settings.NOVELSITE_EMAIL_CONFIGURED = True
 
 
-def web(world, who: str, lang: str = "zh-hans") -> Client:  # noqa: F811
+def web(world, who: str, lang: str = "zh-hans") -> Client:
     client = Client(HTTP_ACCEPT_LANGUAGE=lang)
     client.force_login(world.users[who])
     return client
 
 
-def members_url(world) -> str:  # noqa: F811
+def members_url(world) -> str:
     return reverse("members", args=[world.project.slug])
 
 
@@ -74,14 +73,14 @@ def link_is_dead(link: str) -> bool:
 # --- the web form ------------------------------------------------------------------------------
 
 
-def test_the_invite_form_starts_at_viewer_and_names_both_ways(world):  # noqa: F811
+def test_the_invite_form_starts_at_viewer_and_names_both_ways(world):
     body = web(world, "owner", "en").get(members_url(world)).content.decode()
     assert re.search(r'<select name="role"[^>]*>.*?<option value="viewer" selected>', body, re.S)
     assert re.search(r'<select name="new-role"[^>]*>.*?<option value="viewer" selected>', body, re.S)
     assert "User name or e-mail" in body and "Create an account for someone new" in body
 
 
-def test_invite_an_existing_account_by_email_with_the_chosen_role(world, make_user):  # noqa: F811
+def test_invite_an_existing_account_by_email_with_the_chosen_role(world, make_user):
     ann = make_user("ann", staff=False)
     ann.email = "Ann@Example.com"
     ann.save()
@@ -91,7 +90,7 @@ def test_invite_an_existing_account_by_email_with_the_chosen_role(world, make_us
     assert "ann 现在是编辑" in response.content.decode()
 
 
-def test_an_unknown_account_is_a_form_error_in_both_languages(world):  # noqa: F811
+def test_an_unknown_account_is_a_form_error_in_both_languages(world):
     for lang, message in (("zh-hans", "没有哪个账号使用这个用户名或邮箱。"), ("en", "No account has this user name or e-mail.")):
         response = web(world, "owner", lang).post(members_url(world), {"action": "invite", "username": "nobody@x.org",
                                                                         "role": "viewer"})
@@ -99,7 +98,7 @@ def test_an_unknown_account_is_a_form_error_in_both_languages(world):  # noqa: F
     assert world.project.memberships.count() == 4
 
 
-def test_an_owner_creates_an_account_and_the_one_time_link_works_once(world, link_only):  # noqa: F811
+def test_an_owner_creates_an_account_and_the_one_time_link_works_once(world, link_only):
     response = web(world, "owner").post(members_url(world), {
         "action": "create", "new-username": "laoban", "new-email": "laoban@example.com", "new-role": "reviewer"})
     body = response.content.decode()
@@ -117,7 +116,7 @@ def test_an_owner_creates_an_account_and_the_one_time_link_works_once(world, lin
     assert "/welcome/" not in web(world, "owner").get(members_url(world)).content.decode()
 
 
-def test_an_expired_link_does_not_work(world, link_only, monkeypatch, settings):  # noqa: F811
+def test_an_expired_link_does_not_work(world, link_only, monkeypatch, settings):
     body = web(world, "owner").post(members_url(world), {
         "action": "create", "new-username": "late", "new-email": "late@example.com", "new-role": "viewer"}).content
     link = link_in(body.decode())
@@ -127,7 +126,7 @@ def test_an_expired_link_does_not_work(world, link_only, monkeypatch, settings):
     assert not get_user_model().objects.get(username="late").has_usable_password()
 
 
-def test_with_email_configured_the_link_is_sent_not_shown(world, email_on):  # noqa: F811
+def test_with_email_configured_the_link_is_sent_not_shown(world, email_on):
     response = web(world, "owner", "en").post(members_url(world), {
         "action": "create", "new-username": "mian", "new-email": "mian@example.com", "new-role": "editor"},
         follow=True)
@@ -141,7 +140,7 @@ def test_with_email_configured_the_link_is_sent_not_shown(world, email_on):  # n
     assert Client().login(username="mian", password=NEW_PASSWORD)
 
 
-def test_a_failed_email_falls_back_to_the_link(world, email_on, monkeypatch):  # noqa: F811
+def test_a_failed_email_falls_back_to_the_link(world, email_on, monkeypatch):
     def refuse(*args, **kwargs):
         raise ConnectionRefusedError("mail server refused")
     monkeypatch.setattr("projects.services.invitations.send_mail", refuse)
@@ -158,7 +157,7 @@ def test_a_failed_email_falls_back_to_the_link(world, email_on, monkeypatch):  #
     ("has space<script>", "fresh@example.com", "Enter a valid username"),
     ("fresh", "not-an-email", "Enter a valid email address"),
 ])
-def test_duplicates_and_bad_names_are_refused_and_nothing_is_created(world, link_only, username, email,  # noqa: F811
+def test_duplicates_and_bad_names_are_refused_and_nothing_is_created(world, link_only, username, email,
                                                                      field_error):
     owner = world.users["owner"]
     owner.email = "owner@example.com"
@@ -171,14 +170,14 @@ def test_duplicates_and_bad_names_are_refused_and_nothing_is_created(world, link
     assert get_user_model().objects.count() == before
 
 
-def test_a_role_that_is_not_one_is_refused(world):  # noqa: F811
+def test_a_role_that_is_not_one_is_refused(world):
     response = web(world, "owner", "en").post(members_url(world), {"action": "invite", "username": "outsider",
                                                                    "role": "superuser"})
     assert response.status_code == 200 and not world.project.memberships.filter(user=world.users["outsider"]).exists()
 
 
 @pytest.mark.parametrize("who, status", [("editor", 403), ("reviewer", 403), ("viewer", 403), ("outsider", 404)])
-def test_nobody_but_an_owner_learns_whether_an_account_exists(world, link_only, who, status):  # noqa: F811
+def test_nobody_but_an_owner_learns_whether_an_account_exists(world, link_only, who, status):
     client = web(world, who)
     answers = []
     for data in ({"action": "invite", "username": "outsider", "role": "owner"},
@@ -196,15 +195,15 @@ def test_nobody_but_an_owner_learns_whether_an_account_exists(world, link_only, 
 # --- the API -----------------------------------------------------------------------------------
 
 
-def api_members(world) -> str:  # noqa: F811
+def api_members(world) -> str:
     return f"/api/projects/{world.project.slug}/members"
 
 
-def api_new_members(world) -> str:  # noqa: F811
+def api_new_members(world) -> str:
     return f"/api/projects/{world.project.slug}/new-members"
 
 
-def test_api_invites_by_email_and_needs_a_role(world):  # noqa: F811
+def test_api_invites_by_email_and_needs_a_role(world):
     outsider = world.users["outsider"]
     outsider.email = "out@example.com"
     outsider.save()
@@ -221,7 +220,7 @@ def test_api_invites_by_email_and_needs_a_role(world):  # noqa: F811
     assert "username" in unknown.json()["extra"]["fields"]
 
 
-def test_api_creates_an_account_with_a_one_time_link(world, link_only):  # noqa: F811
+def test_api_creates_an_account_with_a_one_time_link(world, link_only):
     owner = world.client("owner")
     response = owner.post(api_new_members(world), {"username": "chef", "email": "chef@example.com",
                                                    "role": "editor"}, format="json")
@@ -239,7 +238,7 @@ def test_api_creates_an_account_with_a_one_time_link(world, link_only):  # noqa:
     assert no_role.status_code == 400
 
 
-def test_api_emails_the_link_where_email_is_configured(world, email_on):  # noqa: F811
+def test_api_emails_the_link_where_email_is_configured(world, email_on):
     response = world.client("owner").post(api_new_members(world), {"username": "tang", "email": "tang@example.com",
                                                                     "role": "viewer"}, format="json")
     assert response.status_code == 201
@@ -249,7 +248,7 @@ def test_api_emails_the_link_where_email_is_configured(world, email_on):  # noqa
 
 
 @pytest.mark.parametrize("who, status", [("editor", 403), ("viewer", 403), ("outsider", 404), ("anonymous", 401)])
-def test_api_non_owners_learn_nothing(world, link_only, who, status):  # noqa: F811
+def test_api_non_owners_learn_nothing(world, link_only, who, status):
     client = world.client(who)
     answers = [client.post(api_members(world), {"username": name, "role": "owner"}, format="json")
                for name in ("outsider", "nobody-at-all")]

@@ -38,7 +38,8 @@ from projects.models import (
     Role,
     StateChange,
 )
-from tests.test_pipeline import NO_ROWS, Wakeups, project_with_contracts, story_rows
+from tests.pipeline_fixtures import Wakeups
+from tests.test_pipeline import NO_ROWS, project_with_contracts, story_rows
 from tests.test_runtime import _controlled_env, _probe, _run
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_offline")]

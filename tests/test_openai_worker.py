@@ -24,7 +24,7 @@ from pipeline.runtime.runs import chapter_run_start
 from pipeline.chapter.stages import draft, judge, refine, summarize
 from projects.models import Chapter, Project
 from tests.fake_openai import FakeOpenAI
-from tests.test_pipeline_worker import assert_committed_once, batch_done, workers  # noqa: F401 - the fixture
+from tests.test_pipeline_worker import assert_committed_once, batch_done
 from tests.worker_harness import wait_for, writable_project
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
@@ -54,7 +54,7 @@ class Replay:
             return queue.popleft() if len(queue) > 1 else queue[0]
 
 
-def test_a_chapter_through_the_openai_backend_on_a_real_worker(workers, monkeypatch):  # noqa: F811
+def test_a_chapter_through_the_openai_backend_on_a_real_worker(workers, monkeypatch):
     # the first pass: the offline backend writes the sample's chapter 1
     recorded = writable_project(1, slug="recorded")
     first = workers.start()

@@ -7,7 +7,8 @@ at a time, and ``novel write`` drives it all from the command line.
 Celery is eager here (no REDIS_URL): a stage enqueues the next on commit and the queueing
 trampoline runs the whole batch inside the call that started it, so stage tests need
 ``django_db(transaction=True)``. Tests that drive stages by hand replace ``queueing._send`` with
-``Wakeups``, which records the wake-ups instead of running them.
+``Wakeups``, which records the wake-ups instead of running them (the ``wakeups`` fixture,
+tests/pipeline_fixtures.py).
 """
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ from pipeline.runtime import queueing
 from pipeline.runtime.blackboard import Blackboard
 from pipeline.chapter.pause import chapter_pause_resolve
 from pipeline.errors import PipelineBusy, PipelineNotReady
-from pipeline.llm.offline import OfflineBackend
 from pipeline.llm.offline.writers import WRITERS
 from pipeline.models import GateAnswer, GateQuestion, GateStatus, LLMCall, PipelineRun, RunKind, RunStatus, StageRun
 from pipeline.runtime.runner import stage_run
@@ -142,65 +142,6 @@ def story_rows(project: Project, chapter: int) -> dict[str, int]:
 
 
 NO_ROWS = {"chapters": 0, "summaries": 0, "evaluations": 0, "logs": 0, "state_changes": 0}
-
-
-class Wakeups:
-    """Stands in for ``queueing._send``: records each wake-up instead of running it, until ``live``."""
-
-    def __init__(self, real):
-        self.real, self.sent, self.live = real, [], False
-        self.lock = threading.Lock()
-
-    def __call__(self, run_id: int, stage: str) -> None:
-        if self.live:
-            self.real(run_id, stage)
-            return
-        with self.lock:
-            self.sent.append((run_id, stage))
-
-    def next_stage(self) -> str | None:
-        return self.sent[0][1] if self.sent else None
-
-    def step(self) -> str:
-        """Run the oldest recorded wake-up as a worker would; return its stage."""
-        run_id, stage = self.sent.pop(0)
-        stage_run(run_id=run_id, stage=stage)
-        return stage
-
-    def drain(self) -> list[str]:
-        """Run every wake-up, including those the steps queue; return the stages that ran."""
-        ran = []
-        while self.sent:
-            ran.append(self.step())
-        return ran
-
-    def run_until(self, stage: str) -> list[str]:
-        ran = []
-        while self.sent and self.next_stage() != stage:
-            ran.append(self.step())
-        assert self.next_stage() == stage, (ran, self.sent)
-        return ran
-
-
-@pytest.fixture
-def wakeups(monkeypatch) -> Wakeups:
-    recorder = Wakeups(queueing._send)
-    monkeypatch.setattr(queueing, "_send", recorder)
-    return recorder
-
-
-@pytest.fixture
-def backend_calls(monkeypatch) -> list[tuple[str, dict]]:
-    """Every request that reached the (offline) LLM backend: (stage, slice)."""
-    calls: list[tuple[str, dict]] = []
-    real = OfflineBackend.complete
-
-    def complete(self, request, on_text=None):
-        calls.append((request.stage, dict(request.slice)))
-        return real(self, request, on_text=on_text)
-
-    monkeypatch.setattr(OfflineBackend, "complete", complete)
-    return calls
 
 
 @pytest.fixture

@@ -23,11 +23,8 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
-from collections.abc import Callable
 
 import pytest
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -46,70 +43,18 @@ from projects.models import (
 )
 from projects.state_ops import replay
 from tests.worker_harness import (
-    Worker,
-    broker_queue_clean,
     broker_redeliver_unacked,
     broker_unacked_count,
     lease_pid,
-    pipeline_snapshot,
     wait_for,
     writable_project,
 )
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
-LEASE_SECONDS = 3
 STAGES = ["draft", "summarize", "refine", "judge", "commit", "maintain"]
 LLM_LATENCY_MS = 1500  # long enough to see a stage running and kill it in the middle
 SLOW_FINISH_SECONDS = 1.5  # commit and maintain make no LLM call: their final transaction is slowed instead
-
-
-class Workers:
-    """Workers on one private queue, and the broker and database views the tests need."""
-
-    def __init__(self, tmp_path) -> None:
-        import redis
-
-        self.queue = f"novelsite-test-pipeline-{uuid.uuid4().hex[:12]}"
-        self.tmp_path = tmp_path
-        self.redis = redis.Redis.from_url(settings.REDIS_URL)
-        self.started: list[Worker] = []
-
-    def start(self, **options) -> Worker:
-        options.setdefault("lease_seconds", LEASE_SECONDS)
-        worker = Worker(self.queue, self.tmp_path, label=f"w{len(self.started)}", **options)
-        self.started.append(worker)
-        worker.wait_ready()
-        return worker
-
-    def logs(self) -> str:
-        return "\n".join(worker.log_tail(1500) for worker in self.started)
-
-    def diagnostics(self, project) -> Callable[[], str]:
-        return lambda: f"{pipeline_snapshot(project)}\nqueue length {self.redis.llen(self.queue)}\n{self.logs()}"
-
-    def close(self) -> None:
-        for worker in self.started:
-            worker.kill()
-        broker_queue_clean(self.redis, self.queue, [w.nodename for w in self.started])
-        self.redis.close()
-
-
-@pytest.fixture
-def workers(settings, tmp_path):
-    from novelsite.celery import app
-
-    assert app.conf.task_always_eager is False, "REDIS_URL is set: tasks must go to the broker"
-    settings.NOVELSITE_LEASE_SECONDS = LEASE_SECONDS  # runs_reconcile in this process uses it too
-    pool = Workers(tmp_path)
-    default_queue = app.conf.task_default_queue
-    try:
-        broker_queue_clean(pool.redis, pool.queue)
-        app.conf.task_default_queue = pool.queue  # the router reads it at every send
-        yield pool
-    finally:
-        app.conf.task_default_queue = default_queue
-        pool.close()
 
 
 def assert_committed_once(project: Project, chapters: int) -> None:

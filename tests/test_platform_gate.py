@@ -28,7 +28,7 @@ from projects.schemas import SCORE_DIMENSIONS
 from projects.services.platforms import project_platform_update
 from projects.services.projects import project_create
 from tests.conftest import member_client
-from tests.test_pipeline import backend_calls, project_with_contracts  # noqa: F401 (a fixture)
+from tests.test_pipeline import project_with_contracts
 from tests.test_platform_tree import init_qidian_tree
 from tests.test_filetree import import_files
 
@@ -179,7 +179,7 @@ def test_the_offline_judge_answers_within_the_policy_and_its_own_golden_verdicts
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_chapter_without_a_hook_goes_back_to_the_writer_with_the_hook_fix(monkeypatch, backend_calls, eager,  # noqa: F811
+def test_a_chapter_without_a_hook_goes_back_to_the_writer_with_the_hook_fix(monkeypatch, backend_calls, eager,
                                                                              make_user):
     real_judge = WRITERS["judge"]
     judged = []
@@ -220,7 +220,7 @@ def test_a_chapter_without_a_hook_goes_back_to_the_writer_with_the_hook_fix(monk
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_draft_length_follows_an_edited_profile(backend_calls, eager):  # noqa: F811
+def test_the_draft_length_follows_an_edited_profile(backend_calls, eager):
     project = project_with_contracts(3)
     project_platform_update(project=project, editor=None, platform="fanqie")
     project_platform_update(project=project, editor=None, numbers={"word_target_min": 2000, "word_target_max": 2400})

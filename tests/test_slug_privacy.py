@@ -8,18 +8,19 @@ import pytest
 from django.test import Client
 
 from projects.models import Project
-from tests.api_fixtures import World, world  # noqa: F401  (fixture)
-from tests.api_fixtures import _fresh_throttle_cache, no_llm_work  # noqa: F401
+from tests.api_fixtures import World
+
+pytestmark = pytest.mark.usefixtures("fresh_throttle_cache")
 
 
-def _create_api(world: World, who: str, slug: str, language: str = "en"):  # noqa: F811
+def _create_api(world: World, who: str, slug: str, language: str = "en"):
     return world.client(who).post("/api/projects", {"slug": slug, "title": "新书"}, format="json",
                                   HTTP_ACCEPT_LANGUAGE=language)
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("language", ["en", "zh-hans"])
-def test_the_api_says_a_taken_slug_is_not_available_as_it_says_for_a_reserved_one(world, language):  # noqa: F811
+def test_the_api_says_a_taken_slug_is_not_available_as_it_says_for_a_reserved_one(world, language):
     before = Project.objects.count()
     taken = _create_api(world, "outsider", world.project.slug, language)
     reserved = _create_api(world, "outsider", "import", language)
@@ -34,7 +35,7 @@ def test_the_api_says_a_taken_slug_is_not_available_as_it_says_for_a_reserved_on
 
 
 @pytest.mark.django_db
-def test_a_member_is_told_the_slug_is_their_own_project(world):  # noqa: F811
+def test_a_member_is_told_the_slug_is_their_own_project(world):
     response = _create_api(world, "viewer", world.project.slug)
     assert response.status_code == 400
     assert response.json()["message"] == "You already have a project with this short name (slug); choose another one."
@@ -42,7 +43,7 @@ def test_a_member_is_told_the_slug_is_their_own_project(world):  # noqa: F811
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("language", ["en", "zh-hans"])
-def test_the_web_form_answers_the_same_for_a_taken_and_a_reserved_slug(world, language):  # noqa: F811
+def test_the_web_form_answers_the_same_for_a_taken_and_a_reserved_slug(world, language):
     client = Client()
     client.force_login(world.users["outsider"])
 

@@ -15,9 +15,8 @@ from django.utils import timezone
 
 from pipeline.models import BatchRun, LLMCall, PipelineRun, RunKind, RunStatus
 from projects.models import Project
-from tests.api_fixtures import _fresh_throttle_cache, no_llm_work, world  # noqa: F401
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_throttle_cache")]
 
 
 @pytest.fixture
@@ -27,7 +26,7 @@ def policy(settings):
     return set_policy
 
 
-def web(world, who: str) -> Client:  # noqa: F811
+def web(world, who: str) -> Client:
     client = Client(HTTP_ACCEPT_LANGUAGE="en")  # the messages below are checked in English
     client.force_login(world.users[who])
     return client
@@ -47,7 +46,7 @@ def working_promotions(project) -> int:
                                       status__in=(RunStatus.QUEUED, RunStatus.RUNNING)).count()
 
 
-def test_a_second_promotion_while_one_works_is_refused_on_the_web_and_the_api(world):  # noqa: F811
+def test_a_second_promotion_while_one_works_is_refused_on_the_web_and_the_api(world):
     slug = world.project.slug
     first = promotion_post(web(world, "editor"), slug)
     assert working_promotions(world.project) == 1, flashed(first)
@@ -60,7 +59,7 @@ def test_a_second_promotion_while_one_works_is_refused_on_the_web_and_the_api(wo
     assert working_promotions(world.project) == 1
 
 
-def test_the_limit_of_working_runs_is_a_setting(world, policy):  # noqa: F811
+def test_the_limit_of_working_runs_is_a_setting(world, policy):
     policy(max_active_runs=3)
     for _ in range(3):
         promotion_post(web(world, "editor"), world.project.slug)
@@ -68,7 +67,7 @@ def test_the_limit_of_working_runs_is_a_setting(world, policy):  # noqa: F811
     assert "already working" in flashed(promotion_post(web(world, "editor"), world.project.slug))
 
 
-def test_the_web_and_the_api_share_one_allowance_per_person(world, policy):  # noqa: F811
+def test_the_web_and_the_api_share_one_allowance_per_person(world, policy):
     policy(user_rate="3/hour", max_active_runs=100)
     slug, api = world.project.slug, world.client("editor")
     assert api.post(f"/api/projects/{slug}/promotions", {"chapter": 1}, format="json").status_code == 202
@@ -87,7 +86,7 @@ def test_the_web_and_the_api_share_one_allowance_per_person(world, policy):  # n
                                       format="json").status_code == 202
 
 
-def test_a_project_has_an_allowance_across_its_people(world, policy):  # noqa: F811
+def test_a_project_has_an_allowance_across_its_people(world, policy):
     policy(user_rate="100/hour", project_rate="2/hour", max_active_runs=100)
     slug = world.project.slug
     for who in ("editor", "owner"):
@@ -97,7 +96,7 @@ def test_a_project_has_an_allowance_across_its_people(world, policy):  # noqa: F
     assert "This project has started a lot of LLM work" in flashed(refused)
 
 
-def test_regenerating_a_plan_on_the_web_is_counted(world, policy):  # noqa: F811
+def test_regenerating_a_plan_on_the_web_is_counted(world, policy):
     """A reviewer answering questions over and over is counted like any other LLM work."""
     policy(user_rate="2/hour")
     client = web(world, "reviewer")
@@ -118,7 +117,7 @@ def _spend(project, usd: str, *, nightly: bool = False) -> None:
                            request_sha256="0" * 64, output_text="x", cost_usd=Decimal(usd))
 
 
-def test_work_started_by_hand_stops_at_the_daily_cap_and_the_night_does_not_count(world):  # noqa: F811
+def test_work_started_by_hand_stops_at_the_daily_cap_and_the_night_does_not_count(world):
     project, slug = world.project, world.project.slug
     Project.objects.filter(pk=project.pk).update(manual_cost_cap_usd=Decimal("1.00"))
     _spend(project, "5.00", nightly=True)  # the nightly batch has its own cap
@@ -139,7 +138,7 @@ def test_work_started_by_hand_stops_at_the_daily_cap_and_the_night_does_not_coun
     assert world.client("editor").post(f"/api/projects/{slug}/write", {}, format="json").status_code == 202
 
 
-def test_only_the_owner_sets_the_daily_cap(world):  # noqa: F811
+def test_only_the_owner_sets_the_daily_cap(world):
     response = world.client("editor").patch(f"/api/projects/{world.project.slug}", {"manual_cost_cap_usd": "900"},
                                             format="json")
     assert response.status_code == 403
@@ -159,7 +158,7 @@ def _zip_of_a_tree() -> io.BytesIO:
     return buffer
 
 
-def test_a_person_owns_at_most_the_limit_of_projects_on_every_path(world, policy):  # noqa: F811
+def test_a_person_owns_at_most_the_limit_of_projects_on_every_path(world, policy):
     policy(max_projects_per_user=2)  # the owner owns the sample project already
     api = world.client("owner")
     api.credentials(HTTP_AUTHORIZATION=f"Token {world.tokens['owner']}", HTTP_ACCEPT_LANGUAGE="en")
@@ -178,7 +177,7 @@ def test_a_person_owns_at_most_the_limit_of_projects_on_every_path(world, policy
     assert Project.objects.count() == 2
 
 
-def test_staff_are_not_limited_in_projects(world, policy, make_user):  # noqa: F811
+def test_staff_are_not_limited_in_projects(world, policy, make_user):
     policy(max_projects_per_user=0)
     staff = make_user("staffer", staff=True)
     client = Client(HTTP_ACCEPT_LANGUAGE="en")

@@ -12,7 +12,7 @@ from pipeline.models import PipelineRun
 from pipeline.runtime.runs import chapter_run_start
 from projects.models import Chapter, Character
 from projects.sample_project import sample_project_create
-from tests.test_pipeline import backend_calls, content, wakeups  # noqa: F401 (fixtures)
+from tests.test_pipeline import content
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("eager_offline")]
 

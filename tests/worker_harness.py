@@ -2,6 +2,9 @@
 Redis broker (``tests/test_pipeline_worker.py``): start, ping and SIGKILL workers on a private
 queue, clean the broker keys of that queue, build a writable project and poll the database.
 
+Also a pytest plugin (``pytest_plugins`` in tests/conftest.py) for its ``workers`` fixture: the
+workers of one test on that test's private queue, killed at its end.
+
 Each worker runs in its own session (``start_new_session=True``), so its pid is the id of a
 process group that holds the prefork parent and its pool children: ``os.killpg`` takes them all.
 """
@@ -19,8 +22,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+import pytest
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
+LEASE_SECONDS = 3  # the lease of the ``workers`` fixture's workers and of the test process
 
 
 def worker_database_url() -> str:
@@ -215,3 +221,52 @@ def pipeline_snapshot(project) -> str:
         for sr in StageRun.objects.filter(run=run).order_by("pk"):
             lines.append(f"    {sr.stage} #{sr.attempt} {sr.status} {sr.error[:120]!r}")
     return "\n".join(lines)
+
+
+class Workers:
+    """Workers on one private queue, and the broker and database views the tests need."""
+
+    def __init__(self, tmp_path) -> None:
+        import redis
+        from django.conf import settings
+
+        self.queue = f"novelsite-test-pipeline-{uuid.uuid4().hex[:12]}"
+        self.tmp_path = tmp_path
+        self.redis = redis.Redis.from_url(settings.REDIS_URL)
+        self.started: list[Worker] = []
+
+    def start(self, **options) -> Worker:
+        options.setdefault("lease_seconds", LEASE_SECONDS)
+        worker = Worker(self.queue, self.tmp_path, label=f"w{len(self.started)}", **options)
+        self.started.append(worker)
+        worker.wait_ready()
+        return worker
+
+    def logs(self) -> str:
+        return "\n".join(worker.log_tail(1500) for worker in self.started)
+
+    def diagnostics(self, project) -> Callable[[], str]:
+        return lambda: f"{pipeline_snapshot(project)}\nqueue length {self.redis.llen(self.queue)}\n{self.logs()}"
+
+    def close(self) -> None:
+        for worker in self.started:
+            worker.kill()
+        broker_queue_clean(self.redis, self.queue, [w.nodename for w in self.started])
+        self.redis.close()
+
+
+@pytest.fixture
+def workers(settings, tmp_path):
+    from novelsite.celery import app
+
+    assert app.conf.task_always_eager is False, "REDIS_URL is set: tasks must go to the broker"
+    settings.NOVELSITE_LEASE_SECONDS = LEASE_SECONDS  # runs_reconcile in this process uses it too
+    pool = Workers(tmp_path)
+    default_queue = app.conf.task_default_queue
+    try:
+        broker_queue_clean(pool.redis, pool.queue)
+        app.conf.task_default_queue = pool.queue  # the router reads it at every send
+        yield pool
+    finally:
+        app.conf.task_default_queue = default_queue
+        pool.close()
