@@ -568,7 +568,8 @@ def print_report(results: dict[str, dict], traced: dict[str, dict], queries: dic
         traced_peak = traced.get(phase, {}).get("tracemalloc_peak_mb")
         traced_text = f"{traced_peak:.1f}" if traced_peak is not None else "-"
         if kind == "export":
-            details = f"{figures['bytes'] / 1e6:.1f} MB" + (f" in {figures['files']} files" if "files" in figures else "")
+            details = f"{figures['bytes'] / 1e6:.1f} MB" + (f" in {figures['files']} files"
+                                                            if "files" in figures else "")
         else:
             details = (f"{figures['files']} files → {figures['chapters']} chapters, "
                        f"{figures['state_changes']} state changes, {len(figures['warnings'])} warnings")
@@ -617,7 +618,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--small-chapters", type=int, default=100,
                         help="chapters of the second book whose export queries are counted (0: skip; default 100)")
     parser.add_argument("--database-url", default=None,
-                        help="default: a throwaway SQLite file; e.g. postgres://postgres@127.0.0.1:5432/novelsite_bench "
+                        help="default: a throwaway SQLite file; "
+                             "e.g. postgres://postgres@127.0.0.1:5432/novelsite_bench "
                              "(created and dropped by the benchmark)")
     parser.add_argument("--recreate-db", action="store_true",
                         help="drop and recreate the PostgreSQL database if it exists")

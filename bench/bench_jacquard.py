@@ -49,7 +49,8 @@ def make_stream(size: int = 1_000_000) -> str:
         part = rng.choice([
             "<thought>先想想 a < b 的情况。</thought>",
             "<chapter>" + "雪夜里，林枫推开门。" * rng.randint(5, 40) + "</chapter>",
-            '<state_update>[["SET", "characters.lin-feng.location", "雪原"], ["ADD", "characters.lin-feng.relationships.chen-lao", 5]]</state_update>',
+            ('<state_update>[["SET", "characters.lin-feng.location", "雪原"], '
+             '["ADD", "characters.lin-feng.relationships.chen-lao", 5]]</state_update>'),
             "无关的文字 <b>粗体</b> 与 <unknown>标签</unknown>。",
         ])
         parts.append(part)

@@ -103,7 +103,8 @@ def _volume_foreshadowing(volume: int) -> list[dict[str, Any]]:
     items = []
     for k, offset in enumerate((2, 10, 18), start=1):
         planted = first + offset
-        items.append({"id": f"v{volume:02d}-clue-{k}", "description": f"第{volume}卷线索{k}：{TITLES[(volume + k) % 20]}之谜",
+        items.append({"id": f"v{volume:02d}-clue-{k}",
+                      "description": f"第{volume}卷线索{k}：{TITLES[(volume + k) % 20]}之谜",
                       "scope": "short", "target_resolve_range": [planted + 8, planted + 12],
                       "_events": {planted: "planted", planted + 5: "advanced", planted + 10: "resolved"}})
     planted = first + 24
@@ -150,7 +151,8 @@ def _outline_block(chapter: int, title: str, place: str, updates: dict[str, str]
 
 def _contract(chapter: int, title: str, place: str, updates: dict[str, str]) -> dict[str, Any]:
     """The shape of ``projects.sample_project._contract``, with the chapter's cast and foreshadowing."""
-    objectives = [{"id": f"OBJ-{chapter}-1", "type": "plot", "required": True, "description": f"完成「{title}」的主要冲突"}]
+    objectives = [{"id": f"OBJ-{chapter}-1", "type": "plot", "required": True,
+                   "description": f"完成「{title}」的主要冲突"}]
     if updates:
         objectives.append({"id": f"OBJ-{chapter}-2", "type": "foreshadowing", "required": False,
                            "description": "处理本章的伏笔：" + "、".join(updates)})
@@ -834,7 +836,8 @@ def report_part2(result: dict[str, Any], rows: list[tuple]) -> None:
         return
     serial = _batch_figures(serial_result)
     efficiency = parallel["share"] / serial["share"]
-    print(f"  T1 = the same batch ({result['projects']} other projects with the same books) on 1 process = {serial['wall']:.2f} s; "
+    print(f"  T1 = the same batch ({result['projects']} other projects with the same books) "
+          f"on 1 process = {serial['wall']:.2f} s; "
           f"{serial['calls']} LLM calls, {serial['llm']:.2f} s of LLM time (against {parallel['llm']:.2f} s)")
     print_cpu(serial_result, len(serial_result["chapters"]), wall=serial["wall"])
     print("  LLM share = the part of the processes' time spent inside LLM calls = LLM time / (processes × wall):")

@@ -44,7 +44,8 @@ def _stage_run_failure(self, exc, task_id, args, kwargs, einfo) -> None:
     from pipeline.runtime.runner import stage_run_failed
 
     connection_drop_if_broken()
-    stage_run_failed(run_id=kwargs["run_id"], stage=kwargs.get("stage"), error=exc)  # ERROR_RETRY, retryable from the UI
+    # ERROR_RETRY, retryable from the UI
+    stage_run_failed(run_id=kwargs["run_id"], stage=kwargs.get("stage"), error=exc)
 
 
 @shared_task(bind=True, acks_late=True, autoretry_for=STAGE_RETRYABLE_ERRORS,

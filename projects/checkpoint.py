@@ -39,7 +39,8 @@ def checkpoint_of(project: Project, *, imported_time: str | None = None) -> dict
         if name == "last_checkpoint_time":
             if value is None:
                 continue
-            value = imported_time if imported_time and _same_moment(imported_time, value) else checkpoint_time_text(value)
+            value = (imported_time if imported_time and _same_moment(imported_time, value)
+                     else checkpoint_time_text(value))
         data[name] = value
     for key, value in project.checkpoint_extra.items():
         data.setdefault(key, value)

@@ -78,7 +78,8 @@ def _list(items: list[Any], names: Mapping[str, str], depth: int) -> str:
     if all(not isinstance(i, (Mapping, list, tuple)) for i in items):
         if all(isinstance(i, (int, float)) and not isinstance(i, bool) for i in items) and len(items) <= 4:
             return " – ".join(_scalar(i) for i in items) + tail  # a range such as [10, 20]
-        return "<ul class=\"data\">" + "".join(f"<li>{_render(i, names, depth + 1)}</li>" for i in items) + "</ul>" + tail
+        return ("<ul class=\"data\">" + "".join(f"<li>{_render(i, names, depth + 1)}</li>" for i in items)
+                + "</ul>" + tail)
     keys = list(dict.fromkeys(k for i in items if isinstance(i, Mapping) for k in i))
     if all(isinstance(i, Mapping) for i in items) and len(keys) <= 8:
         head = "".join(f"<th>{_key(k, names)}</th>" for k in keys)

@@ -232,5 +232,6 @@ labels_register("check_status", {  # a contract check's status (facts §10.11), 
     "violation": _("violated"), "violated": _("violated"), "warning": _("warning"), "warn": _("warning"),
     "unclear": _("unclear"), "skip": _("skipped"), "skipped": _("skipped"), "not_applicable": _("does not apply"),
 })
-labels_register("confidence", {"high": pgettext_lazy("confidence", "high"), "medium": pgettext_lazy("confidence", "medium"),
+labels_register("confidence", {"high": pgettext_lazy("confidence", "high"),
+                               "medium": pgettext_lazy("confidence", "medium"),
                                "low": pgettext_lazy("confidence", "low")})

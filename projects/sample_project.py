@@ -103,7 +103,8 @@ def _contract(number: int, title: str) -> dict:
         "chapter": number,
         "storyline_id": "main-arc",
         "excitement_type": "setup",
-        "preconditions": {"character_states": {"lin-feng": {"location": "北境雪原"}}, "required_world_rules": ["W-001"]},
+        "preconditions": {"character_states": {"lin-feng": {"location": "北境雪原"}},
+                          "required_world_rules": ["W-001"]},
         "objectives": [
             {"id": f"OBJ-{number}-1", "type": "plot", "required": True, "description": f"完成「{title}」的主要冲突"}
         ],

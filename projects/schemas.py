@@ -578,7 +578,8 @@ _FLAT_EVALUATION: Schema = {  # facts §10.11
         "risk_flags": {"type": "array"},
         "required_fixes": {
             "type": "array",
-            "items": {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"instruction": {"type": "string"}}}]},
+            "items": {"anyOf": [{"type": "string"},
+                                {"type": "object", "properties": {"instruction": {"type": "string"}}}]},
         },
         "issues": {"type": "array"},
         "strengths": {"type": "array"},

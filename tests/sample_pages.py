@@ -19,7 +19,8 @@ from projects.sample_project import sample_project_create
 from projects.services.voice import voice_sample_save
 from projects.services.projects import project_create
 
-VOICE_SAMPLE = ("雪下了一整夜。林枫推开门，冷风灌进来，吹得灯火一阵乱晃。他没有回头，只是把手里的刀又握紧了些，像握住最后一点暖意。\n"
+VOICE_SAMPLE = ("雪下了一整夜。林枫推开门，冷风灌进来，吹得灯火一阵乱晃。"
+                "他没有回头，只是把手里的刀又握紧了些，像握住最后一点暖意。\n"
                 "“你真要走？”苏婉站在廊下，声音很轻。\n“不走，宗门就完了。”林枫说。\n"
                 "院子里的老槐树被雪压弯了枝，偶尔落下一团雪，砸在石阶上，发出闷闷的一声。远处的山门隐在夜色里，只剩一盏孤灯。\n"
                 "苏婉走下台阶，把一件旧斗篷披在他肩上。斗篷是师父留下的，边角磨得发白，领口还缝着一道歪歪扭扭的补丁。\n"

@@ -101,7 +101,8 @@ def nginx_main_config(tmp: Path, server_file: Path) -> Path:
     """Process plumbing only (pid, logs, temp paths under ``tmp``); everything about requests is in
     the shipped server file it includes."""
     user = "user root;\n" if os.geteuid() == 0 else ""  # else the workers run as nobody and cannot write tmp
-    temp = "\n".join(f"    {kind}_temp_path {tmp}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    temp = "\n".join(f"    {kind}_temp_path {tmp}/{kind};"
+                     for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
     config = tmp / "nginx.conf"
     config.write_text(f"""{user}daemon off;
 worker_processes 1;

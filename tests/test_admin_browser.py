@@ -128,7 +128,8 @@ def test_every_change_form_opens_and_saves_untouched_without_changing_data(page,
                 shot(page, "admin-chapter-contract-change")
             with page.expect_navigation():
                 page.click("input[name=_continue]")
-            assert page.locator(".errornote").count() == 0, (model.__name__, pk, page.locator(".errorlist").all_inner_texts())
+            assert page.locator(".errornote").count() == 0, (model.__name__, pk,
+                                                             page.locator(".errorlist").all_inner_texts())
             assert page.locator(".messagelist .success").count() == 1, (model.__name__, pk)
             saved.append(f"{model.__name__}:{pk}")
 

@@ -107,7 +107,8 @@ def test_markdown_never_lets_script_through(source):
 def test_markdown_keeps_ordinary_formatting():
     from projects.markdown import render_markdown
 
-    html = render_markdown("# 北境\n\n**林枫**的[地图](https://example.com/map)\n\n- 雪原\n- 魔都\n\n|城|人口|\n|-|-|\n|魔都|百万|")
+    html = render_markdown("# 北境\n\n**林枫**的[地图](https://example.com/map)\n\n- 雪原\n- 魔都\n\n"
+                           "|城|人口|\n|-|-|\n|魔都|百万|")
     assert "<h1>北境</h1>" in html and "<strong>林枫</strong>" in html
     assert '<a href="https://example.com/map" rel="noopener noreferrer nofollow">地图</a>' in html
     assert "<li>雪原</li>" in html and "<td>魔都</td>" in html

@@ -263,7 +263,8 @@ def test_with_workers_every_action_only_queues(client, settings, owner, sample_p
     stages_run = StageRun.objects.count()
     for url, data in actions:
         response = post_at_once(client, settings, url, data)
-        assert response.status_code == 302, [str(m) for m in response.context["messages"]][-1:] if response.context else ""
+        assert response.status_code == 302, ([str(m) for m in response.context["messages"]][-1:]
+                                             if response.context else "")
         assert not PipelineRun.objects.filter(status=RunStatus.RUNNING).exists()
         # nobody works the queue here: stop the run, or the next action would find the project busy
         PipelineRun.objects.filter(project=book, status=RunStatus.QUEUED).update(status=RunStatus.CANCELLED)

@@ -90,7 +90,8 @@ def test_the_bible_reaches_the_default_models_cache_minimum(project):
 def test_a_huge_book_keeps_the_bible_within_6k_tokens_and_says_what_it_left_out(project):
     project.brief = "北境少年卷入宗门遗秘，一路南下。" * 300
     project.save(update_fields=["brief"])
-    WorldRule.objects.bulk_create(WorldRule(project=project, rule_id=f"W-{n:03d}", rule=f"第{n}条规则：" + "灵力运转有其代价。" * 8,
+    WorldRule.objects.bulk_create(WorldRule(project=project, rule_id=f"W-{n:03d}",
+                                            rule=f"第{n}条规则：" + "灵力运转有其代价。" * 8,
                                             constraint_type="hard" if n % 3 else "soft", position=n)
                                   for n in range(10, 160))
     WorldDoc.objects.bulk_create(WorldDoc(project=project, name=f"doc-{n}", content="雪原上的宗门旧事。" * 60)

@@ -56,7 +56,8 @@ def test_an_editor_changes_a_contract_adds_one_and_the_rest_is_kept(project, mak
     assert "C-LIN-FENG-001" in page.content.decode()
 
     response = client.post(edit_url(project), post_data(
-        page, display_name="林枫", **{"contracts-0-rule": "遇事先怀疑，再行动", "contracts-0-exceptions": "醉酒时\n重伤时",
+        page, display_name="林枫", **{"contracts-0-rule": "遇事先怀疑，再行动",
+                                      "contracts-0-exceptions": "醉酒时\n重伤时",
                                       "contracts-1-id": "C-LIN-FENG-002", "contracts-1-type": "speech",
                                       "contracts-1-rule": "说话简短", "contracts-1-valid_from_chapter": "3"}))
 
@@ -64,7 +65,8 @@ def test_an_editor_changes_a_contract_adds_one_and_the_rest_is_kept(project, mak
     after = Character.objects.get(pk=character.pk)
     assert after.contracts == [
         {"id": "C-LIN-FENG-001", "type": "personality", "rule": "遇事先怀疑，再行动", "valid_from_chapter": 1,
-         "valid_until": None, "exceptions": ["醉酒时", "重伤时"], "update_requires": {"kind": "event"}, "note": "作者备注"},
+         "valid_until": None, "exceptions": ["醉酒时", "重伤时"], "update_requires": {"kind": "event"},
+         "note": "作者备注"},
         {"id": "C-LIN-FENG-002", "type": "speech", "rule": "说话简短", "valid_from_chapter": 3}]
     assert after.version == character.version + 1
     assert after.history.first().history_user.username == "editor"

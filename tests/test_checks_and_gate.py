@@ -1,4 +1,5 @@
-"""pipeline.chapter.quality_gate, pipeline.chapter.prejudge_checks and pipeline.chapter.style_drift: pure functions, no database."""
+"""pipeline.chapter.quality_gate, pipeline.chapter.prejudge_checks and pipeline.chapter.style_drift: pure
+functions, no database."""
 from __future__ import annotations
 
 import json

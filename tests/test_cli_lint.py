@@ -78,7 +78,8 @@ def test_lint_file_with_a_project_uses_its_blacklist_and_thresholds(tmp_path):
 
 def test_lint_a_committed_chapter():
     project = ProjectFactory()
-    ChapterFactory(project=project, number=4, title="夜行", text="他停了一下——然后走了。\n\n与此同时，天黑了。此外，风停了。")
+    ChapterFactory(project=project, number=4, title="夜行",
+                   text="他停了一下——然后走了。\n\n与此同时，天黑了。此外，风停了。")
     data = _json("lint", project.slug, "4")["data"]
     rules = {f["rule"]: f for f in data["findings"]}
     assert rules["em_dash"]["evidence"][0]["start"] == 5

@@ -102,7 +102,8 @@ def test_the_json_replaces_the_form_only_when_changed_and_a_stale_save_is_refuse
     page = client.get(url(project))
     stored = ChapterContract.objects.get(project=project, chapter=2)
     edited = {**stored.data, "excitement_type": "reveal"}
-    assert client.post(url(project), post_data(page, data_json=json.dumps(edited, ensure_ascii=False))).status_code == 302
+    assert client.post(url(project),
+                       post_data(page, data_json=json.dumps(edited, ensure_ascii=False))).status_code == 302
     assert ChapterContract.objects.get(pk=stored.pk).data["excitement_type"] == "reveal"
 
     stale = client.post(url(project), post_data(page, excitement_type="twist"), follow=True)  # the old page

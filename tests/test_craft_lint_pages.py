@@ -67,5 +67,6 @@ def test_the_dashboard_charts_each_rules_rate_per_chapter(make_user):
     assert 'data-code="em_dash"' in chart and 'data-code="simile_density"' in chart
     assert "sentence_length_std_dev" not in chart  # no rate: not charted
     assert "Em dash" in chart and "Simile density" in chart
-    chinese = member_client(project, make_user, "editor").get(reverse("dashboard", args=[project.slug])).content.decode()
+    chinese = member_client(project, make_user, "editor").get(
+        reverse("dashboard", args=[project.slug])).content.decode()
     assert "每千字文字检查发现" in chinese and "破折号" in chinese.split('id="lint-chart"')[1]

@@ -55,7 +55,8 @@ def test_outline_and_contract_edits_are_versioned_too(sample_project, make_user)
     volume = sample_project.volumes.get(number=1)
     contract = sample_project.chapter_contracts.get(chapter=1)
     story_object_update(obj=volume, editor=editor, base_version=1, outline=volume.outline + "\n")
-    story_object_update(obj=contract, editor=editor, base_version=1, data={**contract.data, "excitement_type": "reveal"})
+    story_object_update(obj=contract, editor=editor, base_version=1,
+                        data={**contract.data, "excitement_type": "reveal"})
     with pytest.raises(VersionConflict):
         story_object_update(obj=volume, editor=editor, base_version=1, outline="旧")
     with pytest.raises(VersionConflict):

@@ -29,7 +29,8 @@ def viewer(make_user):
     return client, project
 
 
-@pytest.mark.parametrize(("language", "words"), [("zh-hans", "你的角色不能做这件事"), ("en", "Your role does not allow this")])
+@pytest.mark.parametrize(("language", "words"), [("zh-hans", "你的角色不能做这件事"),
+                                                 ("en", "Your role does not allow this")])
 def test_a_role_that_may_not_is_told_so_in_their_language_with_navigation(viewer, language, words):
     client, project = viewer
     response = client.get(reverse("settings", args=[project.slug]), HTTP_ACCEPT_LANGUAGE=language)
@@ -62,4 +63,5 @@ def test_a_server_error_is_a_styled_page_without_a_traceback():
 def test_static_files_are_served_by_the_app_with_debug_off():
     response = Client().get("/static/novelsite/site.css")
     assert response.status_code == 200
-    assert b"".join(response.streaming_content).startswith(b"/*") or response.get("Content-Type", "").startswith("text/css")
+    assert b"".join(response.streaming_content).startswith(b"/*") \
+        or response.get("Content-Type", "").startswith("text/css")

@@ -96,7 +96,8 @@ def test_a_flood_of_new_facts_is_capped():
 
 
 def test_a_code_fence_around_the_json_is_forgiven():
-    facts, _notes = parse('```json\n{"new": [{"kind": "departure", "text": "陈老离开雪原", "characters": ["chen-lao"]}]}\n```')
+    facts, _notes = parse('```json\n{"new": [{"kind": "departure", "text": "陈老离开雪原", '
+                          '"characters": ["chen-lao"]}]}\n```')
     assert facts["new"][0]["kind"] == "departure"
 
 
@@ -124,7 +125,8 @@ def test_the_commit_numbers_new_facts_closes_open_ones_and_the_undo_takes_both_b
     done = story_facts_apply_commit(project=sample_project, chapter=5, storyline_slug="main-arc", facts={
         "new": [{"kind": "death", "text": "陈老死于雪夜", "characters": ["chen-lao", "deleted-meanwhile"]},
                 {"kind": "debt", "text": "x" * 301, "characters": ["lin-feng"]}],
-        "closed": [{"id": kept.fact_id, "status": "fulfilled", "note": "送到了"}, {"id": "fact-404", "status": "cancelled"}],
+        "closed": [{"id": kept.fact_id, "status": "fulfilled", "note": "送到了"},
+                   {"id": "fact-404", "status": "cancelled"}],
     })
     assert [(f.fact_id, f.origin, f.characters, f.storyline) for f in done.created] == [
         ("fact-002", "pipeline", ["chen-lao"], "main-arc")]

@@ -158,7 +158,8 @@ def test_a_blank_nullable_field_that_was_empty_stays_empty():
 
 
 def test_values_the_form_cannot_show_are_edited_as_json():
-    assert fits_editor("CHARACTER_CONTRACTS", [{"id": "C-A-1", "type": "speech", "rule": "r", "update_requires": "剧情"}])
+    assert fits_editor("CHARACTER_CONTRACTS", [{"id": "C-A-1", "type": "speech", "rule": "r",
+                                                "update_requires": "剧情"}])
     # a free-form value holding a list, and a free-form object holding an object: shown as JSON text
     assert not fits_editor("CHARACTER_CONTRACTS", [{"id": "C-A-1", "type": "speech", "rule": "r",
                                                     "update_requires": ["剧情", "作者"]}])

@@ -47,14 +47,15 @@ SLICES = {
     "judge": {"chapter": 7, "objectives": [{"id": "OBJ-7-1", "description": "进入森林", "required": True}]},
     "plan": {"volume": 2, "chapter_start": 31, "chapter_end": 35, "storylines": ["main-arc", "faction-war"],
              "characters": CAST, "previous_state_keys": ["chen-lao"]},
-    "consolidate": {"summaries": ["## 第 1 章摘要\n### 关键事件\n- 林枫救下陈老。\n### 故事线标记\n- storyline_id: main-arc",
+    "consolidate": {"summaries": [("## 第 1 章摘要\n### 关键事件\n- 林枫救下陈老。\n"
+                                   "### 故事线标记\n- storyline_id: main-arc"),
                                   "## 第 2 章摘要\n### 关键事件\n- 赵明追至雪原。"]},
     "quickstart:world": {"title": "星火长夜", "brief": "北境少年卷入宗门遗秘。"},
     "quickstart:characters": {"title": "星火长夜"},
     "quickstart:style": {},
     "review": {"volume": 1, "chapter_range": [1, 30]},
-    "weave": {"brief": "北境少年卷入宗门遗秘。", "wanted": [{"name": "白衣客", "role": "antagonist", "brief": "来历不明",
-                                                       "first_chapter": 35}]},
+    "weave": {"brief": "北境少年卷入宗门遗秘。", "wanted": [{"name": "白衣客", "role": "antagonist",
+                                                       "brief": "来历不明", "first_chapter": 35}]},
 }
 SLICES.update({"quickstart:trial": SLICES["draft"], "quickstart:results": SLICES["judge"],
                "quickstart:f0": {**SLICES["plan"], "volume": 1, "chapter_start": 1, "chapter_end": 3}})
@@ -69,11 +70,13 @@ SLICES.update({f"promote:{step}": PROMO for step in ("titles", "body", "cta", "h
 TAGS.update({"promote:titles": ["titles"], "promote:body": ["body", "scores"], "promote:cta": ["cta"],
              "promote:hashtags": ["hashtags"], "promote:platforms": ["platform_versions", "scores"]})
 TAGS.update({"quickstart:trial": TAGS["draft"], "quickstart:results": TAGS["judge"], "quickstart:f0": TAGS["plan"]})
-VOICE_SAMPLE = ("院子里的老槐树被雪压弯了枝，偶尔落下一团雪，砸在石阶上，发出闷闷的一声。远处的山门隐在夜色里，只剩一盏孤灯。\n"
+VOICE_SAMPLE = ("院子里的老槐树被雪压弯了枝，偶尔落下一团雪，砸在石阶上，发出闷闷的一声。"
+                "远处的山门隐在夜色里，只剩一盏孤灯。\n"
                 "苏婉走下台阶，把一件旧斗篷披在他肩上。斗篷是师父留下的，边角磨得发白，领口还缝着一道歪歪扭扭的补丁。\n"
                 "林枫点了点头。他知道这句话有多重，也知道自己多半做不到。可他还是点了头，像小时候答应师父每天早起练刀一样，认真，笨拙，不留余地。")
 SLICES["voice:style"] = {"sample": VOICE_SAMPLE, "source_type": "reference",
-                         "statistics": {"avg_sentence_length": 16.0, "dialogue_ratio": 0.0, "avg_paragraph_length": 52.0}}
+                         "statistics": {"avg_sentence_length": 16.0, "dialogue_ratio": 0.0,
+                                        "avg_paragraph_length": 52.0}}
 TAGS["voice:style"] = TAGS["quickstart:style"]
 
 

@@ -32,7 +32,8 @@ pytestmark = pytest.mark.django_db
 
 CHAPTERS = 280
 FILLER = "前方山路被风雪封住，众人只得绕行。"
-LONG_PAST = "## 外貌\n" + "她常穿青色布衣，袖口绣着细小的竹叶纹样。" * 8 + "\n\n## 经历\n" + "少年时随父亲走遍北境各州。" * 12
+LONG_PAST = ("## 外貌\n" + "她常穿青色布衣，袖口绣着细小的竹叶纹样。" * 8
+             + "\n\n## 经历\n" + "少年时随父亲走遍北境各州。" * 12)
 
 # slug, name, profile; the secret sits past the first 400 characters
 SECRETS = {
@@ -158,7 +159,8 @@ def test_facts_planted_early_reach_the_writer_more_than_100_chapters_later(long_
         assert SECRETS[slug][2] in prompts[back], f"{name}'s secret is not whole at chapter {back}"
     assert SECRETS["han-shuang"][2] in prompts[150] and SECRETS["han-shuang"][2] in prompts[280]
     assert "远古预言暗示主角命运" in prompts[FORESHADOW_TARGET]
-    assert "石碑上刻着预言的前半句" in prompts[FORESHADOW_TARGET] and "魔都的说书人讲出了后半句" in prompts[FORESHADOW_TARGET]
+    assert "石碑上刻着预言的前半句" in prompts[FORESHADOW_TARGET] \
+        and "魔都的说书人讲出了后半句" in prompts[FORESHADOW_TARGET]
 
     # bounded: the whole prompt fits the writer's budget untrimmed, every memory level is listed
     for number, receipt in receipts.items():

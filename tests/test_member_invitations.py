@@ -91,7 +91,8 @@ def test_invite_an_existing_account_by_email_with_the_chosen_role(world, make_us
 
 
 def test_an_unknown_account_is_a_form_error_in_both_languages(world):
-    for lang, message in (("zh-hans", "没有哪个账号使用这个用户名或邮箱。"), ("en", "No account has this user name or e-mail.")):
+    for lang, message in (("zh-hans", "没有哪个账号使用这个用户名或邮箱。"),
+                          ("en", "No account has this user name or e-mail.")):
         response = web(world, "owner", lang).post(members_url(world), {"action": "invite", "username": "nobody@x.org",
                                                                         "role": "viewer"})
         assert response.status_code == 200 and message in response.content.decode()

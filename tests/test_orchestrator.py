@@ -79,7 +79,8 @@ def test_a_book_from_brief_to_the_second_volume(team):
 
     # a viewer may not answer; a reviewer may, and the six steps run
     url = f"/api/projects/snow/gates/{question.pk}/answer"
-    assert api(viewer).post(url, {"answers": {"platform": "qidian", "genre": "xuanhuan"}}, format="json").status_code == 403
+    assert api(viewer).post(url, {"answers": {"platform": "qidian", "genre": "xuanhuan"}},
+                            format="json").status_code == 403
     response = api(reviewer).post(url, {"answers": {"platform": "qidian", "genre": "xuanhuan"}}, format="json")
     assert response.status_code == 200, response.json()
     assert response.json()["next"]["step"] == "volume:outline"
@@ -219,7 +220,8 @@ def test_the_router_sends_a_written_out_volume_to_planning_and_refuses_the_wrong
     Project.objects.filter(pk=project.pk).update(last_completed_chapter=3)
     project.refresh_from_db()
     upcoming = next_step(project)  # the planned chapters are written, the volume is not: plan the rest
-    assert (upcoming.step, upcoming.action, upcoming.evidence["plan_range"]) == ("volume:outline", "start_plan", [4, 30])
+    assert (upcoming.step, upcoming.action, upcoming.evidence["plan_range"]) == \
+        ("volume:outline", "start_plan", [4, 30])
     assert upcoming.reason == "no_plan:chapter-004:vol-01"
 
 
@@ -288,7 +290,8 @@ def test_rewriting_the_latest_chapter_rolls_its_delta_back_and_writes_it_again(m
     state = StoryState.objects.get(project=project)
     assert state.state_version == before_version  # exact: no version lost or added
     assert _changelog(project) == before_log
-    assert replay([c.delta for c in StateChange.objects.filter(project=project).order_by("state_version")]) == state.data
+    assert replay([c.delta for c in StateChange.objects.filter(project=project).order_by("state_version")]) == \
+        state.data
     new = Chapter.objects.get(project=project, number=3)
     assert new.pk != old.pk and Chapter.objects.filter(project=project).count() == 3
     moves = list(StateTransition.objects.filter(project=project).values_list("from_state", "to_state", "actor"))
@@ -511,7 +514,8 @@ def test_an_outside_executor_writes_a_whole_chapter_through_import_step(sample_p
     assert StoryState.objects.get(project=sample_project).state_version == version + 1
     assert Chapter.objects.get(project=sample_project, number=1).text.strip()
     from pipeline.models import LLMCall
-    assert not LLMCall.objects.filter(run__project=sample_project, call_key__regex=r":(draft|summarize|refine|judge):").exists()
+    assert not LLMCall.objects.filter(run__project=sample_project,
+                                      call_key__regex=r":(draft|summarize|refine|judge):").exists()
 
 
 def step_run_id(project: Project) -> int:

@@ -75,7 +75,8 @@ def test_genre_overrides_follow_the_brief_override_notes_first():
     assert overrides["source"] == {"brief": "brief.md", "mode": "brief_override_notes"}
     assert overrides["punctuation_rhythm"]["exclamation_max_per_chapter"] == 5
     assert overrides["paragraph_structure"]["max_paragraph_chars"] == 120
-    explicit = genre_overrides(project_like("xuanyi", "悬疑", "单句段 18%-28%；段长上限 140 字；省略号 ≤ 6/章；感叹号 ≤ 4/章。"))
+    explicit = genre_overrides(project_like("xuanyi", "悬疑",
+                                            "单句段 18%-28%；段长上限 140 字；省略号 ≤ 6/章；感叹号 ≤ 4/章。"))
     assert explicit["genre"] == "suspense"
     assert explicit["paragraph_structure"] == {"single_sentence_ratio": {"min": 0.18, "max": 0.28},
                                                "max_paragraph_chars": 140}

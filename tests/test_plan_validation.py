@@ -45,14 +45,16 @@ def test_missing_and_duplicate_and_outside_chapters():
 
 def test_each_block_needs_its_eight_lines_and_a_storyline():
     plan = good_plan()
-    outline = plan.outline.replace("- **POV**:", "- POV:", 1).replace("- **Storyline**: main-arc", "- **Storyline**:", 1)
+    outline = (plan.outline.replace("- **POV**:", "- POV:", 1)
+               .replace("- **Storyline**: main-arc", "- **Storyline**:", 1))
     errors = " | ".join(errors_of(changed(plan, outline=outline)))
     assert "missing the line '- **POV**:'" in errors and "Storyline is empty" in errors
 
 
 def test_unknown_excitement_type_only_warns():
     plan = good_plan()
-    outline = plan.outline.replace("- **TransitionHint**: null", "- **TransitionHint**: null\n- **ExcitementType**: epic", 1)
+    outline = plan.outline.replace("- **TransitionHint**: null",
+                                   "- **TransitionHint**: null\n- **ExcitementType**: epic", 1)
     report = validate_volume_plan(changed(plan, outline=outline))
     assert report.ok and "unknown ExcitementType" in report.warnings[0]
 
@@ -63,7 +65,8 @@ def test_schedule_rules():
     too_many = {"active_storylines": ["a", "b", "c", "d", "e"]}
     assert any("1–4 allowed" in e for e in errors_of(changed(plan, schedule=too_many)))
     missing_line = {"active_storylines": ["main-arc"]}
-    assert any("'faction-war' is not in active_storylines" in e for e in errors_of(changed(plan, schedule=missing_line)))
+    assert any("'faction-war' is not in active_storylines" in e
+               for e in errors_of(changed(plan, schedule=missing_line)))
     objects = {"active_storylines": [{"storyline_id": "main-arc"}, {"storyline_id": "faction-war"}]}
     assert errors_of(changed(plan, schedule=objects)) == []  # facts §15.1: objects are read too
     report = validate_volume_plan(changed(plan, schedule={"active_storylines": ["main-arc", "faction-war", 7]}))

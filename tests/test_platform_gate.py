@@ -32,8 +32,10 @@ from tests.test_pipeline import project_with_contracts
 from tests.test_platform_tree import init_qidian_tree
 from tests.test_filetree import import_files
 
-HOOK = {"present": True, "type": "question", "evidence": "他回头时，雪地里多了一行脚印。", "reason": "悬念", "strength": 4}
-POLICY = {"required": True, "min_strength": 3, "allowed_types": ["question", "twist_reveal"], "fix_strategy": "hook-fix"}
+HOOK = {"present": True, "type": "question", "evidence": "他回头时，雪地里多了一行脚印。", "reason": "悬念",
+        "strength": 4}
+POLICY = {"required": True, "min_strength": 3, "allowed_types": ["question", "twist_reveal"],
+          "fix_strategy": "hook-fix"}
 
 
 def evaluation(score: float = 4.5, **extra) -> dict:

@@ -21,7 +21,8 @@ def project():
 def form(project, **changes) -> dict:
     limits = platform_limits(project)
     data = {"target_platform": project.target_platform, "genre": project.genre, "genre_drive_type": "plot",
-            "word_target_min": limits["word_count"]["target_min"], "word_target_max": limits["word_count"]["target_max"],
+            "word_target_min": limits["word_count"]["target_min"],
+            "word_target_max": limits["word_count"]["target_max"],
             "word_hard_min": limits["word_count"]["hard_min"], "word_hard_max": limits["word_count"]["hard_max"],
             "hook_required": "on", "hook_min_strength": 3, "max_paragraph_chars": 300,
             "max_exposition_paragraphs": 4, "max_new_entities": 6}

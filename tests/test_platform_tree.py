@@ -82,7 +82,8 @@ def init_qidian_tree(*, platform: str = "qidian") -> dict[str, bytes]:
     brief = "# 创作纲领\n\n- **书名**：雾城\n- **题材**：悬疑\n- **平台**：qidian\n"
     return {".checkpoint.json": _dump(checkpoint), "brief.md": brief.encode(),
             "platform-profile.json": _dump(profile), "genre-weight-profiles.json": _dump(weights),
-            "golden-chapter-gates.json": _dump(gates), "platform-writing-guide.md": "# 起点写作指南\n\n- 章末留钩子。\n".encode(),
+            "golden-chapter-gates.json": _dump(gates),
+            "platform-writing-guide.md": "# 起点写作指南\n\n- 章末留钩子。\n".encode(),
             "staging/chapters/.keep": b""}
 
 
@@ -151,7 +152,8 @@ def test_a_general_project_keeps_its_profile_in_the_novelsite_file():
     assert "platform-profile.json" not in files
     assert loads(files["novelsite/project.json"])["platform_profile"]["info_load"]["max_new_entities_per_chapter"] == 9
     copy = import_files(files, slug="copy").project
-    assert copy.target_platform == "general" and copy.platform_profile == Project.objects.get(pk=project.pk).platform_profile
+    assert copy.target_platform == "general" \
+        and copy.platform_profile == Project.objects.get(pk=project.pk).platform_profile
 
 
 def test_a_project_without_platform_writes_no_platform_files():

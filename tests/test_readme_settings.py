@@ -114,7 +114,8 @@ def settings_reads() -> dict[str, list]:
                            or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
                                and func.value.id == "env"))
             if through_env:
-                name_node = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "var"), None)
+                name_node = (node.args[0] if node.args
+                             else next((k.value for k in node.keywords if k.arg == "var"), None))
                 if isinstance(name_node, ast.Constant) and isinstance(name_node.value, str):
                     cast = func.attr if isinstance(func, ast.Attribute) else "str"
                     defaults = reads.setdefault(name_node.value, [])

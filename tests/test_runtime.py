@@ -297,7 +297,8 @@ def test_management_command_passes(command):
     # The caller's own environment: SQLite locally, PostgreSQL + Redis on CI.
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "novelsite.settings"}
     proc = _run([sys.executable, "manage.py", *command], env)
-    assert proc.returncode == 0, f"manage.py {' '.join(command)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == 0, (f"manage.py {' '.join(command)} exited {proc.returncode}:\n"
+                                  f"{proc.stdout}\n{proc.stderr}")
 
 
 # --- 4. Redis broker and a real worker ---------------------------------------------------------

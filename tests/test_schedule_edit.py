@@ -22,7 +22,8 @@ pytestmark = pytest.mark.django_db
 def project(make_user):
     project = sample_project_create(owner=make_user("owner", staff=False))
     for slug, name in (("sect-war", "宗门之战"), ("romance", "雪夜情缘")):
-        story_object_create(instance=Storyline(project=project, slug=slug, name=name, type="faction_conflict"), editor=None)
+        story_object_create(instance=Storyline(project=project, slug=slug, name=name, type="faction_conflict"),
+                            editor=None)
     Volume.objects.filter(project=project, number=1).update(storyline_schedule={
         "volume": 1, "active_storylines": ["main-arc"], "x_planner_note": "保留"})
     return project
@@ -73,7 +74,8 @@ def test_a_writer_adds_a_storyline_a_meeting_and_the_pace(project, make_user):
     data = schedule(project)
     assert data["active_storylines"] == [
         "main-arc",  # nothing added to it: still the plain id the CLI validates
-        {"storyline_id": "sect-war", "volume_role": "secondary", "target_chapters": [5, 12], "arc_goal": "星火宗内乱公开"}]
+        {"storyline_id": "sect-war", "volume_role": "secondary", "target_chapters": [5, 12],
+         "arc_goal": "星火宗内乱公开"}]
     assert data["volume_theme"] == "雪原上的第一把火"
     assert data["interleaving_pattern"] == {"strategy": "主线为主，支线穿插", "primary_max_consecutive": 3}
     assert data["convergence_events"] == [{"chapter_range": [10, 12], "involved_storylines": ["main-arc", "sect-war"],
@@ -114,7 +116,8 @@ def test_the_json_replaces_the_form_only_when_changed_and_a_stale_save_is_refuse
     client = editor(project, make_user)
     page = client.get(url(project))
     edited = {**schedule(project), "volume_theme": "从 JSON 改的"}
-    assert client.post(url(project), post_data(page, data_json=json.dumps(edited, ensure_ascii=False))).status_code == 302
+    assert client.post(url(project),
+                       post_data(page, data_json=json.dumps(edited, ensure_ascii=False))).status_code == 302
     assert schedule(project)["volume_theme"] == "从 JSON 改的"
 
     stale = client.post(url(project), post_data(page, volume_theme="旧页面"), follow=True)

@@ -37,8 +37,8 @@ def flashed(response) -> str:
 
 
 def promotion_post(client: Client, slug: str):
-    return client.post(reverse("promotions", args=[slug]), {"target_kind": "chapter", "target": "1", "platform": "xiaohongshu",
-                                                            "style": "casual"}, follow=True)
+    return client.post(reverse("promotions", args=[slug]), {"target_kind": "chapter", "target": "1",
+                                                            "platform": "xiaohongshu", "style": "casual"}, follow=True)
 
 
 def working_promotions(project) -> int:
@@ -162,7 +162,8 @@ def test_a_person_owns_at_most_the_limit_of_projects_on_every_path(world, policy
     policy(max_projects_per_user=2)  # the owner owns the sample project already
     api = world.client("owner")
     api.credentials(HTTP_AUTHORIZATION=f"Token {world.tokens['owner']}", HTTP_ACCEPT_LANGUAGE="en")
-    assert api.post("/api/projects", {"slug": "second", "title": "二", "brief": "简介"}, format="json").status_code == 201
+    assert api.post("/api/projects", {"slug": "second", "title": "二", "brief": "简介"},
+                    format="json").status_code == 201
 
     by_api = api.post("/api/projects", {"slug": "third", "title": "三", "brief": "简介"}, format="json")
     by_web = web(world, "owner").post(reverse("project-create-web"), {"title": "三", "slug": "third", "brief": "简介"})

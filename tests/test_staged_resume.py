@@ -31,7 +31,8 @@ def evaluation(overall: float) -> dict:
     dims = ("plot_logic", "character", "immersion", "foreshadowing", "pacing", "style_naturalness",
             "emotional_impact", "storyline_coherence")
     return {"chapter": 3, "overall": overall, "overall_final": overall, "recommendation": "pass",
-            "scores": {dim: {"score": 4, "reason": "稳", "evidence": "原文"} for dim in dims},  # gated on the stated overall
+            # gated on the stated overall
+            "scores": {dim: {"score": 4, "reason": "稳", "evidence": "原文"} for dim in dims},
             "contract_verification": {"l1_checks": [], "l2_checks": [], "l3_checks": [], "ls_checks": [],
                                       "has_violations": False},
             "hook": {"present": True, "type": "question", "evidence": "钟声是在数人", "reason": "悬念",

@@ -55,7 +55,8 @@ def test_the_judge_stage_checks_catch_a_retired_character_acting_by_alias(projec
 
 def test_a_second_resolve_in_the_delta_is_caught_before_commit(project):
     ctx = chapter_context(project, 1)
-    report = chapter_checks(ctx, {"ops": [{"op": "foreshadow", "path": "F-900", "value": "resolved"}]}, "林枫站在雪原上。")
+    report = chapter_checks(ctx, {"ops": [{"op": "foreshadow", "path": "F-900", "value": "resolved"}]},
+                            "林枫站在雪原上。")
     assert "伏笔 F-900 已经回收过，本章不能再次回收" in report.violations
 
 
@@ -173,7 +174,9 @@ def test_the_gate_page_shows_the_suspicions_beside_the_violations():
     from django.utils import translation
 
     checks = {"violations": ["已退场角色「陈老」在场景中行动或说话：「老先生推门走了进来」"],
-              "warnings": [], "suspicions": ["已退场角色「陈老」在对话、回忆或闪回中被提及，请确认只是提及：「林枫想起老先生」"]}
+              "warnings": [],
+              "suspicions": [("已退场角色「陈老」在对话、回忆或闪回中被提及，"
+                              "请确认只是提及：「林枫想起老先生」")]}
     with translation.override("zh-hans"):
         html = render_to_string("projects/_checks.html", {"checks": checks})
     assert "交由评审判断" in html and "林枫想起老先生" in html and "老先生推门走了进来" in html

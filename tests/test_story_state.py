@@ -45,7 +45,8 @@ def test_patch_moves_state_version_and_writes_one_changelog_row(sample_project):
 def test_stale_delta_is_refused_and_nothing_is_written(sample_project):
     with pytest.raises(StalePatch) as caught:
         story_state_apply_patch(
-            project=sample_project, delta=delta(0, 1, set_op("characters.lin-feng.location", "x"), foreshadow("p", "planted"))
+            project=sample_project,
+            delta=delta(0, 1, set_op("characters.lin-feng.location", "x"), foreshadow("p", "planted"))
         )
     assert caught.value.http_status == 409
     assert "0" in caught.value.message and "1" in caught.value.message
@@ -77,10 +78,13 @@ def test_changelog_replayed_from_empty_gives_the_current_state(sample_project):
 
 
 def test_foreshadow_ops_update_the_ledger_by_the_rules(sample_project):
-    story_state_apply_patch(project=sample_project, delta=delta(1, 3, foreshadow("ancient_prophecy", "planted", "老者提及")))
-    story_state_apply_patch(project=sample_project, delta=delta(2, 15, foreshadow("ancient_prophecy", "advanced", "石板")))
+    story_state_apply_patch(project=sample_project,
+                            delta=delta(1, 3, foreshadow("ancient_prophecy", "planted", "老者提及")))
+    story_state_apply_patch(project=sample_project,
+                            delta=delta(2, 15, foreshadow("ancient_prophecy", "advanced", "石板")))
     # a late "planted" never moves the status back nor resets planted_chapter
-    story_state_apply_patch(project=sample_project, delta=delta(3, 16, foreshadow("ancient_prophecy", "planted", "重复")),
+    story_state_apply_patch(project=sample_project,
+                            delta=delta(3, 16, foreshadow("ancient_prophecy", "planted", "重复")),
                             source=ChangeSource.HUMAN)
     item = Foreshadowing.objects.get(project=sample_project, fid="ancient_prophecy")
     assert item.status == "advanced"

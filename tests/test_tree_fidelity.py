@@ -93,7 +93,8 @@ def test_new_changelog_lines_are_appended_in_the_tools_form_and_old_lines_kept()
 def test_a_replan_keeps_the_volume_key_and_no_empty_new_characters_file_is_added(make_user):
     project = tree_import(read_tree(CLI_TREE), slug="wucheng").project
     contract = json.loads((CLI_TREE / "volumes/vol-01/chapter-contracts/chapter-003.json").read_bytes())
-    plan = StagedVolumePlan(volume=1, chapter_start=4, chapter_end=4, outline="### 第 4 章：钟声\n- Storyline: main-arc",
+    plan = StagedVolumePlan(volume=1, chapter_start=4, chapter_end=4,
+                            outline="### 第 4 章：钟声\n- Storyline: main-arc",
                             schedule={"active_storylines": ["main-arc"]},
                             foreshadowing={"items": [{"id": "bell_tower", "description": "钟楼里的人"}]},
                             new_characters=[], contracts={4: {**contract, "chapter": 4}})

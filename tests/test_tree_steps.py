@@ -27,7 +27,8 @@ DELTA = {"chapter": 1, "base_state_version": 1, "storyline_id": "main-arc",
          "ops": [{"op": "set", "path": "characters.lin-feng.location", "value": "幽暗森林"}]}
 # the demo novel is on qidian, whose profile requires a chapter-end hook verdict (facts §7.1, issue #17)
 EVAL = {"chapter": 1, "overall": 4.2, "recommendation": "pass",
-        "hook": {"present": True, "type": "question", "evidence": "雪地里多了一行脚印。", "reason": "悬念", "strength": 4}}
+        "hook": {"present": True, "type": "question", "evidence": "雪地里多了一行脚印。", "reason": "悬念",
+                 "strength": 4}}
 RULES = {"rules": [{"id": "W-001", "category": "magic_system", "rule": "星火每日至多三次", "constraint_type": "hard",
                     "exceptions": []}]}
 
@@ -61,7 +62,8 @@ def errors_of(root: Path, step: str) -> list[str]:
 
 
 def write_summarize_outputs(root: Path) -> None:
-    write(root, CH1["summary"], "## 第 1 章摘要\n### 关键事件\n- 林枫救下陈老\n### 故事线标记\n- storyline_id: main-arc\n")
+    write(root, CH1["summary"], "## 第 1 章摘要\n### 关键事件\n- 林枫救下陈老\n"
+                                "### 故事线标记\n- storyline_id: main-arc\n")
     write(root, CH1["delta"], DELTA)
     write(root, CH1["crossref"], {"storyline_id": "main-arc", "cross_references": [], "leak_risk": "none"})
     write(root, CH1["memory"], "林枫得到密信。")

@@ -124,7 +124,8 @@ def test_every_schema_json_field_names_a_registered_schema():
 
 def test_the_vocabulary_and_the_schemas_load_without_django():
     """``pipeline.jacquard`` reaches the schemas through ``projects.state_ops`` and stays free of Django."""
-    code = "import sys, projects.vocabulary, projects.schemas; print([m for m in sys.modules if m.startswith('django')])"
+    code = ("import sys, projects.vocabulary, projects.schemas; "
+            "print([m for m in sys.modules if m.startswith('django')])")
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

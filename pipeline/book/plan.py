@@ -80,7 +80,8 @@ def volume_plan_start(*, project_id: int, user=None, notes: str = "") -> Pipelin
         board = Blackboard(run.blackboard)
         board.as_("worker").write_content("book", "notes", notes.strip())
         PipelineRun.objects.filter(pk=run.pk).update(blackboard=board.to_dict())
-    checkpoint_update(project.pk, orchestrator_state=OrchestratorState.VOL_PLANNING, volume_pipeline_stage=VolumePipelineStage.OUTLINE,
+    checkpoint_update(project.pk, orchestrator_state=OrchestratorState.VOL_PLANNING,
+                      volume_pipeline_stage=VolumePipelineStage.OUTLINE,
                       reason=f"planning volume {project.current_volume} (chapters {start}–{end})", run=run,
                       actor=user, from_state=state)
     return run
@@ -180,7 +181,8 @@ def _outline(claim: Claim, project: Project, board: Blackboard, on_text=None) ->
     stage_content(board, "plan", plan_data(plan), plan_files(plan))
     board.as_("worker").write_content("book", "plan_warnings", report.warnings)
     board.as_("orchestrator").update_step_status("volume:outline", "completed")
-    return StageOutcome(board.to_dict(), "volume:validate", checkpoint={"volume_pipeline_stage": VolumePipelineStage.VALIDATE},
+    return StageOutcome(board.to_dict(), "volume:validate",
+                        checkpoint={"volume_pipeline_stage": VolumePipelineStage.VALIDATE},
                         calls=[call])
 
 
@@ -201,7 +203,8 @@ def _validate(claim: Claim, project: Project, board: Blackboard, on_text=None) -
     board.as_("orchestrator").write_control("plan_validation", {"errors": report.errors, "warnings": report.warnings})
     step = "volume:validate"
     spec = approval_question(plan.volume, plan.chapter_start, plan.chapter_end, report.errors, report.warnings)
-    return StageOutcome(board.to_dict(), step, status=RunStatus.WAITING, checkpoint={"volume_pipeline_stage": VolumePipelineStage.VALIDATE},
+    return StageOutcome(board.to_dict(), step, status=RunStatus.WAITING,
+                        checkpoint={"volume_pipeline_stage": VolumePipelineStage.VALIDATE},
                         question={"step": step, "topic": spec["topic"], "spec": spec,
                                   "answer_path": answer_path_for(step)})
 

@@ -244,7 +244,8 @@ def _results(claim, project, board, on_text=None) -> StageOutcome:
     if not isinstance(evaluation, dict):
         raise LLMBadOutput("quickstart:results: the evaluation must be a JSON object")
     warnings = [w for w, bad in (("overall is not a number", not isinstance(evaluation.get("overall"), (int, float))),
-                                 ("recommendation is not a string", not isinstance(evaluation.get("recommendation"), str)))
+                                 ("recommendation is not a string",
+                                  not isinstance(evaluation.get("recommendation"), str)))
                 if bad]
     stage_content(board, "results", {"evaluation": evaluation, "warnings": warnings},
                   {"quickstart/evaluation.json": evaluation})
@@ -274,5 +275,6 @@ def _results_finish(*, claim: Claim, outcome: StageOutcome) -> None:
 
 QUICKSTART_STEPS: dict[str, Stage] = {
     "quickstart:world": Stage(_world), "quickstart:characters": Stage(_characters), "quickstart:style": Stage(_style),
-    "quickstart:f0": Stage(_f0), "quickstart:trial": Stage(_trial), "quickstart:results": Stage(_results, _results_finish),
+    "quickstart:f0": Stage(_f0), "quickstart:trial": Stage(_trial),
+    "quickstart:results": Stage(_results, _results_finish),
 }

@@ -100,7 +100,8 @@ def quality_summary(project: Project, volume: int, start: int, end: int) -> dict
                       "overall_avg": round(sum(scores) / len(scores), 4) if scores else None,
                       "overall_min": min(scores, default=None), "overall_max": max(scores, default=None)},
             "chapters": chapters, "low_chapters": [c["chapter"] for c in chapters
-                                                   if c["overall_final"] is not None and c["overall_final"] < LOW_SCORE],
+                                                   if c["overall_final"] is not None
+                                                   and c["overall_final"] < LOW_SCORE],
             "warnings": warnings}
 
 
@@ -148,7 +149,8 @@ def _audit(claim: Claim, project: Project, board: Blackboard, on_text=None) -> S
 def review_markdown(volume: int, quality: dict[str, Any], audit: dict[str, Any]) -> str:
     """The deterministic review report (``review-report.md``, kept as the volume's ``review.md``)."""
     stats = quality["stats"]
-    lines = [f"# 第 {volume} 卷回顾", "", f"- 章节范围：第 {quality['chapter_range'][0]}–{quality['chapter_range'][1]} 章",
+    lines = [f"# 第 {volume} 卷回顾", "",
+             f"- 章节范围：第 {quality['chapter_range'][0]}–{quality['chapter_range'][1]} 章",
              f"- 有评审的章节：{stats['chapters_with_eval']} / {stats['chapters_total']}",
              f"- 平均分：{stats['overall_avg']}（最低 {stats['overall_min']}，最高 {stats['overall_max']}）",
              f"- 低分章节（< {LOW_SCORE}）：{'、'.join(map(str, quality['low_chapters'])) or '无'}", "",

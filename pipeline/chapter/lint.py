@@ -75,7 +75,8 @@ def hard_fixes(report: LintReport) -> list[str]:
     return fixes
 
 
-def commit_blocked_by_lint(project: Project, *, text: str, chapter: int, title: str, gate: Mapping[str, Any]) -> list[str]:
+def commit_blocked_by_lint(project: Project, *, text: str, chapter: int, title: str,
+                           gate: Mapping[str, Any]) -> list[str]:
     """The hard findings that keep a staged chapter from committing (issue #17), empty when there
     are none or a person accepted the chapter at a gate (``accepted_by`` on the gate result)."""
     if gate.get("accepted_by"):

@@ -264,7 +264,8 @@ def run_checks(text: str, *, blacklist: Mapping[str, Any] | None = None, target_
     if length.status != "ok":
         w.append(f"字数 {length.chars}，目标 {length.target_chars}（允许 {length.min_chars}–{length.max_chars}）")
     w += [f"契约角色「{c['display_name']}」未在正文中出现" for c in report.characters.missing_contract]
-    w += [f"伏笔 {m['id']} 契约要求 {m['expected']}，补丁为 {m['actual']}" for m in report.foreshadowing.status_mismatches]
+    w += [f"伏笔 {m['id']} 契约要求 {m['expected']}，补丁为 {m['actual']}"
+          for m in report.foreshadowing.status_mismatches]
     w += [f"黑名单词「{h['word']}」出现 {h['count']} 次，超过每章上限 {h['per_chapter_max']}"
           for h in report.blacklist.per_chapter_limit_hits]
     return report

@@ -37,12 +37,14 @@ _SENTENCE_END = re.compile(r"[。！？!?；;…]+[”’」』）)]*|\.(?=\s)|\
 # (kind, words a heading of that kind contains), checked in this order: "真实身份" is a secret,
 # not an identity
 KINDS: list[tuple[str, tuple[str, ...]]] = [
-    ("secret", ("秘密", "隐秘", "隐情", "秘辛", "真实身份", "真相", "不为人知", "暗中", "secret", "hidden", "true identity")),
+    ("secret", ("秘密", "隐秘", "隐情", "秘辛", "真实身份", "真相", "不为人知", "暗中",
+                "secret", "hidden", "true identity")),
     ("voice", ("声音", "说话", "口吻", "语气", "口头禅", "语言", "性格", "个性", "voice", "speech", "personality",
                "manner", "temperament")),
     ("identity", ("身份", "背景", "简介", "出身", "概况", "基本", "简述", "identity", "background", "bio", "overview",
                   "summary", "basics", "who")),
-    ("abilities", ("能力", "功法", "技能", "修为", "实力", "武功", "法术", "天赋", "abilit", "skill", "power", "magic")),
+    ("abilities", ("能力", "功法", "技能", "修为", "实力", "武功", "法术", "天赋",
+                   "abilit", "skill", "power", "magic")),
     ("goals", ("目标", "动机", "欲望", "愿望", "执念", "goal", "motivation", "desire", "want")),
     ("relationships", ("关系", "人际", "亲友", "relationship", "ties", "family")),
     ("appearance", ("外貌", "外形", "长相", "样貌", "容貌", "衣着", "appearance", "looks", "physical")),

@@ -144,7 +144,8 @@ def promotion_step_regenerate(*, run_id: int, step: str, user=None) -> PipelineR
     orchestrator = board.as_("orchestrator")
     for later in STEPS[STEPS.index(step):]:
         orchestrator.update_step_status(later, "pending")
-    run.blackboard, run.stage, run.status, run.finished_at, run.error = board.to_dict(), step, RunStatus.QUEUED, None, ""
+    run.blackboard, run.stage, run.status, run.finished_at, run.error = (
+        board.to_dict(), step, RunStatus.QUEUED, None, "")
     run.save()
     enqueue_stage(run.pk, step)
     return run
@@ -156,7 +157,8 @@ def promotion_step_regenerate(*, run_id: int, step: str, user=None) -> PipelineR
 def _call(claim: Claim, project: Project, step: str, slice_: dict, template_context: dict, tags: list[str],
           on_text=None, blocks: list | None = None):
     return project_llm_call(claim, project, label=f"promo{claim.run_id}", stage=step, slice_=slice_,
-                            blocks=[PromptBlock("role", "system", ROLE, required=True, cacheable=True), *(blocks or [])],
+                            blocks=[PromptBlock("role", "system", ROLE, required=True, cacheable=True),
+                                    *(blocks or [])],
                             template=step.replace(":", "_") + ".j2", template_context=template_context,
                             tags=["thought", *tags], required_tags=tags, on_text=on_text)
 
@@ -224,7 +226,8 @@ def _body(claim: Claim, project: Project, board: Blackboard, on_text=None) -> St
     call = _call(claim, project, "promote:body",
                  {"hook": context["hook"], "reference_summary": slice_["meta.reference_summary"]}, context,
                  ["body", "scores"], on_text,
-                 blocks=[PromptBlock("reference", "user", f"参考摘要：{slice_['meta.reference_summary']}", priority=90)])
+                 blocks=[PromptBlock("reference", "user", f"参考摘要：{slice_['meta.reference_summary']}",
+                                     priority=90)])
     body, scores = json_output(call, "body", stage="promote:body"), json_output(call, "scores", stage="promote:body")
     if not isinstance(body, dict) or not isinstance(body.get("content"), str) or not body["content"].strip():
         raise LLMBadOutput("promote:body: <body> needs a content text")
@@ -233,10 +236,12 @@ def _body(claim: Claim, project: Project, board: Blackboard, on_text=None) -> St
     content = _apply_constraints(board, project, body["content"], constraints)
     worker.write_content("body", "content", content)
     worker.write_content("body", "sections", [
-        {"title": str(s.get("title", "")), "content": _filter(board, project, str(s.get("content", "")), "body.sections")}
+        {"title": str(s.get("title", "")),
+         "content": _filter(board, project, str(s.get("content", "")), "body.sections")}
         for s in body.get("sections") or [] if isinstance(s, dict)])
     worker.write_content("body", "key_points", [str(p) for p in body.get("key_points") or []])
-    worker.write_content("body", "quotes", [_filter(board, project, str(q), "body.quotes") for q in body.get("quotes") or []])
+    worker.write_content("body", "quotes", [_filter(board, project, str(q), "body.quotes")
+                                            for q in body.get("quotes") or []])
     worker.write_content("hook", "opening", re.split(r"(?<=[。！？!?])", content, maxsplit=1)[0][:100])
     orchestrator = board.as_("orchestrator")  # seed 001: the virality scorer's scores go to the control zone
     for key in ("virality", "emotional_resonance"):

@@ -55,5 +55,6 @@ def sensitive_filter(text: str, words: dict[str, str], *, where: str) -> tuple[s
         text = text.replace(word, replacement)
         result.passed = False
         result.findings.append({"field": where, "word": word, "count": count})
-        result.fixes_applied.append(f"{where}: 「{word}」→「{replacement}」" if replacement else f"{where}: 删去「{word}」")
+        result.fixes_applied.append(f"{where}: 「{word}」→「{replacement}」" if replacement
+                                    else f"{where}: 删去「{word}」")
     return text, result

@@ -203,7 +203,8 @@ def _stage_run_succeeded(claim: Claim, outcome: StageOutcome, now: datetime) -> 
 
 def _succeeded_fields(claim: Claim, outcome: StageOutcome, now: datetime) -> dict[str, Any]:
     started = claim.started_at or now
-    return {"status": StageRunStatus.SUCCEEDED, "finished_at": now, "duration_ms": int((now - started).total_seconds() * 1000),
+    return {"status": StageRunStatus.SUCCEEDED, "finished_at": now,
+            "duration_ms": int((now - started).total_seconds() * 1000),
             **stage_usage(outcome.calls)}
 
 

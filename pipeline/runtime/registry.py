@@ -28,7 +28,8 @@ def _chapter_stages() -> dict[str, Stage]:
     stages = {name: Stage(module.execute, reads=CHAPTER)
               for name, module in (("draft", draft), ("summarize", summarize), ("refine", refine), ("judge", judge))}
     stages["commit"] = Stage(in_one_transaction=commit.chapter_commit)  # no model call: claim and commit at once
-    stages["maintain"] = Stage(maintain.execute, maintain.maintain_finish, reads=CHAPTER)  # starts a batch's next chapter
+    # starts a batch's next chapter
+    stages["maintain"] = Stage(maintain.execute, maintain.maintain_finish, reads=CHAPTER)
     return stages
 
 

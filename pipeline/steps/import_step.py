@@ -8,8 +8,9 @@ judge's gate is recomputed by the server (facts §11), and ``commit`` is the ser
 (one transaction, facts §7.4). ``chapter:NNN:review`` takes a paused chapter's answer (any paused
 chapter, the server's own runs too) from the question's ``answer_path`` in the tree. A tree imported
 in the middle of a chapter starts such a run too (``pipeline.steps.staged_resume``), and ``novel advance``
-lets Novelsite's own stages take a waiting external chapter over (``external_run_take_over``). ``volume:outline`` stages the executor's plan in a plan run that
-then waits for approval like any other. Quick-start and review steps are run by the server.
+lets Novelsite's own stages take a waiting external chapter over (``external_run_take_over``).
+``volume:outline`` stages the executor's plan in a plan run that then waits for approval like any
+other. Quick-start and review steps are run by the server.
 """
 from __future__ import annotations
 
@@ -272,7 +273,8 @@ def _plan_import(project_id: int, tree: Path, step: str, user) -> Imported:
     stage_content(board, "plan", plan_data(plan), plan_files(plan))
     board.as_("worker").write_content("book", "plan_warnings", report.warnings)
     run_resume_at(run, "volume:validate", board)  # the server's validate step opens the approval question
-    checkpoint_update(project.pk, volume_pipeline_stage=VolumePipelineStage.VALIDATE, orchestrator_state=OrchestratorState.VOL_PLANNING,
+    checkpoint_update(project.pk, volume_pipeline_stage=VolumePipelineStage.VALIDATE,
+                      orchestrator_state=OrchestratorState.VOL_PLANNING,
                       run=run, actor=user, from_state=project.orchestrator_state,
                       reason=f"an outside executor's plan of volume {volume} imported")
     return Imported(step, run.pk, "volume:validate", RunStatus.QUEUED)

@@ -89,7 +89,8 @@ def continuity_summary(report: Any) -> dict[str, Any] | None:
         "chapters_checked": _count(stats.get("chapters_checked")) or 0,
         "issues_total": _count(stats.get("issues_total")) or 0,
         "issues_by_severity": counts if None not in counts.values() else {"high": 0, "medium": 0, "low": 0},
-        **{key: stats[key] for key in ("chapters_missing", "ner_ok", "ner_failed") if _count(stats.get(key)) is not None},
+        **{key: stats[key] for key in ("chapters_missing", "ner_ok", "ner_failed")
+           if _count(stats.get(key)) is not None},
     }
     summary["issues"] = issues[:MAX_ISSUES]
     if signals:

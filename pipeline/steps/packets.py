@@ -1,6 +1,7 @@
 """InstructionPackets (facts §14.1) for every step, built from the database, so that an outside executor (a
 coding agent using novel-writer-cli's skills) can run a step against the project's exported tree and hand
-the result back with ``novel validate`` / ``novel advance`` (``pipeline.steps.tree_validate``, ``pipeline.steps.tree_advance``).
+the result back with ``novel validate`` / ``novel advance`` (``pipeline.steps.tree_validate``,
+``pipeline.steps.tree_advance``).
 
 * agents: facts §5 (quick start), §6 (plot-architect, cli/manual-review, cli/novel), §7.1, §8;
 * ``manifest.inline``: what the orchestrator computes (chapter, volume, storyline_id, plan range with the F0

@@ -1,6 +1,7 @@
 """Where each step of novel-writer-cli v0.5.0 reads and writes in the project tree (facts §1, §5–§8), and the
 volume-planning chapter range (facts §1, §6). Shared by ``pipeline.steps.packets`` (InstructionPackets built from the
-database) and ``pipeline.steps.tree_validate`` / ``pipeline.steps.tree_advance`` (validate/advance against a tree on disk).
+database) and ``pipeline.steps.tree_validate`` / ``pipeline.steps.tree_advance`` (validate/advance against a
+tree on disk).
 
 Pure Python, no ORM. All paths are project-relative and use "/".
 """

@@ -37,7 +37,8 @@ from pipeline.steps.tree_validate import outline_chapters, read_checkpoint, seed
 from projects.errors import NovelsiteError
 from projects.ids import CHAPTERS_PER_VOLUME, chapter_id
 from projects.vocabulary import (
-    IDLE_PIPELINE_STAGES, QUICKSTART_PHASES, OrchestratorState, QuickstartPhase, VolumePipelineStage, checkpoint_state, inflight_mismatch,
+    IDLE_PIPELINE_STAGES, QUICKSTART_PHASES, OrchestratorState, QuickstartPhase, VolumePipelineStage, checkpoint_state,
+    inflight_mismatch,
 )
 
 DECISION_STEPS = {"pass": "commit", "force_passed": "commit", "polish": "refine", "revise": "draft",
@@ -95,7 +96,8 @@ def _quickstart(root, reader: TreeReader) -> tuple[str, str]:
             if not seed_state(reader)[1]:
                 return "quickstart:f0", "quickstart:f0"
             continue
-        if not reader.exists(QUICKSTART[_QUICKSTART_OUTPUT[phase]]) or not validate_step(root, f"quickstart:{phase}").ok:
+        if not reader.exists(QUICKSTART[_QUICKSTART_OUTPUT[phase]]) \
+                or not validate_step(root, f"quickstart:{phase}").ok:
             return f"quickstart:{phase}", f"quickstart:{phase}"
     return "quickstart:results", "quickstart:results"
 

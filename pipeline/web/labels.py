@@ -112,7 +112,8 @@ def reason_label(code: str) -> str | None:
     if head in ("vol_planning", "no_plan"):
         return gettext("the next volume needs a plan")
     if head in ("queued", "running", "waiting", "done", "error", "cancelled") and parts:
-        return gettext("%(kind)s run: %(status)s") % {"kind": label("run_kind", rest), "status": label("run_status", head)}
+        return gettext("%(kind)s run: %(status)s") % {"kind": label("run_kind", rest),
+                                                      "status": label("run_status", head)}
     return None
 
 
@@ -174,7 +175,8 @@ def register_pipeline_labels() -> None:
     })
     labels_register("quality", {  # a promotion's quality scores (seed 001 control zone)
         "hook_strength": _("Hook strength"), "virality": _("Virality"), "readability": _("Readability"),
-        "engagement": _("Engagement"), "platform_fit": _("Platform fit"), "emotional_resonance": _("Emotional resonance"),
+        "engagement": _("Engagement"), "platform_fit": _("Platform fit"),
+        "emotional_resonance": _("Emotional resonance"),
     })
     labels_register("reason", {
         "init:no_quickstart": _("a new project: start with the quick start"),

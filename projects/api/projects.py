@@ -29,7 +29,8 @@ class ProjectDetailApi(APIView):
             model = Project
             fields = ["slug", "title", "brief", "genre", "target_platform", "genre_drive_type",
                       "autopilot_enabled", "autopilot_chapters_per_night", "autopilot_cost_cap_usd",
-                      "manual_cost_cap_usd", "gate_settings", "lint_settings", "stage_models", "orchestrator_state", "pipeline_stage", "inflight_chapter",
+                      "manual_cost_cap_usd", "gate_settings", "lint_settings", "stage_models", "orchestrator_state",
+                      "pipeline_stage", "inflight_chapter",
                       "last_completed_chapter", "current_volume", "created_at", "updated_at", "role",
                       "platform_profile", "platform_limits"]
 

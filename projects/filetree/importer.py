@@ -240,7 +240,8 @@ def _character(project: Project, slug: str, entry: dict[str, Any]) -> Character:
     return Character(
         project=project, slug=slug, status=entry["status"], display_name=body["display_name"],
         canon_status=body.get("canon_status", "established"), profile=entry["profile"],
-        contracts=body["contracts"], aliases=body.get("aliases", []), extra={k: v for k, v in body.items() if k not in known},
+        contracts=body["contracts"], aliases=body.get("aliases", []),
+        extra={k: v for k, v in body.items() if k not in known},
     )
 
 
@@ -309,7 +310,8 @@ def _state(project: Project, tree: ParsedTree) -> None:
     StoryState.objects.create(project=project, data=data, state_version=data["state_version"],
                               schema_version=data["schema_version"])
     StateChange.objects.bulk_create([
-        StateChange(project=project, state_version=d["base_state_version"] + 1, base_state_version=d["base_state_version"],
+        StateChange(project=project, state_version=d["base_state_version"] + 1,
+                    base_state_version=d["base_state_version"],
                     chapter=d["chapter"], storyline_slug=d["storyline_id"], delta=d, source=ChangeSource.IMPORT)
         for d in tree.deltas
     ], batch_size=BATCH)

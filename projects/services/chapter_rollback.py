@@ -4,7 +4,8 @@ Exact by construction: the chapter's state delta must be the last entry of the c
 state before it is the state of the previous entry (or the replay of all earlier ones), and the
 changelog after the rollback is the same chain it was before the chapter was committed. The
 chapter's rows (text, summary, evaluation, log), its foreshadowing events, the facts it added or
-closed in the ledger and its storyline memory update go with it; simple-history keeps the deleted chapter's last version.
+closed in the ledger and its storyline memory update go with it; simple-history keeps the deleted
+chapter's last version.
 """
 from __future__ import annotations
 

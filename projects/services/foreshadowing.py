@@ -111,7 +111,8 @@ def foreshadowing_digest(row: Foreshadowing) -> str:
 
 
 def foreshadowing_id_check(fid: str) -> None:
-    if fid == "new" or not FORESHADOW_ID_RE.fullmatch(fid or "") or any(s in FORBIDDEN_SEGMENTS for s in fid.split(".")):
+    if fid == "new" or not FORESHADOW_ID_RE.fullmatch(fid or "") \
+            or any(s in FORBIDDEN_SEGMENTS for s in fid.split(".")):
         raise InvalidData(_("The id must be 1 to %(n)s characters without spaces or slashes, like F-001.")
                           % {"n": MAX_FORESHADOW_ID_LENGTH}, extra={"field": "fid"})
 

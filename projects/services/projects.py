@@ -68,7 +68,8 @@ def project_update(*, project: Project, editor: AbstractBaseUser | None) -> Proj
     project._history_user = editor
     full_clean_or_raise(project)
     editable = [f.name for f in Project._meta.concrete_fields
-                if f.editable and not f.primary_key and f.name not in CHECKPOINT_FIELDS and f.name != "checkpoint_extra"]
+                if f.editable and not f.primary_key and f.name not in CHECKPOINT_FIELDS
+                and f.name != "checkpoint_extra"]
     project.save(update_fields=[*editable, "updated_at"])
     return project
 

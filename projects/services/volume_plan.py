@@ -82,7 +82,8 @@ def volume_plan_commit(*, project: Project, plan: StagedVolumePlan, user: Abstra
         volume.foreshadowing_plan = _merged_foreshadowing(volume.foreshadowing_plan or {}, plan.foreshadowing)
         known = {(c.get("name"), c.get("first_chapter")) for c in volume.new_characters or []}
         volume.new_characters = [*(volume.new_characters or []),
-                                 *[c for c in plan.new_characters if (c.get("name"), c.get("first_chapter")) not in known]]
+                                 *[c for c in plan.new_characters
+                                   if (c.get("name"), c.get("first_chapter")) not in known]]
         volume.version += 1
     volume._history_user = user
     full_clean_or_raise(volume)

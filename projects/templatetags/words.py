@@ -3,7 +3,8 @@
 
     {% load words %}
     {{ project.orchestrator_state|label:"state" }}      → 写作中
-    {{ q.step|coded:"step" }}                           → <span title="chapter:004:draft" data-code="…">第 4 章 · 起草</span>
+    {{ q.step|coded:"step" }}                           → <span title="chapter:004:draft" data-code="…">
+                                                          第 4 章 · 起草</span>
     {{ summary.text|markdown }}                         → sanitised HTML
     {{ contract.data|as_data }}                         → <dl>/<table>/<ul>, never braces
 """

@@ -68,12 +68,14 @@ def chapter_read(request, slug: str, number: int):
         access, chapter=chapter, paragraphs=paragraphs, evaluation=evaluation, lint_counts=_mark_counts(marks),
         report=evaluation_report(evaluation.data) if evaluation else None,
         log=getattr(chapter, "log", None), summary=getattr(chapter, "summary", None),
-        previous=number - 1 if number - 1 in neighbours else None, next=number + 1 if number + 1 in neighbours else None))
+        previous=number - 1 if number - 1 in neighbours else None,
+        next=number + 1 if number + 1 in neighbours else None))
 
 
 class ChapterEditForm(forms.Form):
     title = forms.CharField(label=gettext_lazy("Title"), max_length=200, required=False)
-    text = forms.CharField(label=gettext_lazy("Text"), widget=forms.Textarea(attrs={"rows": 30, "class": "chapter-text"}),
+    text = forms.CharField(label=gettext_lazy("Text"),
+                           widget=forms.Textarea(attrs={"rows": 30, "class": "chapter-text"}),
                            max_length=100_000)
     base_version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
 

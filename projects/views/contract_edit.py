@@ -136,14 +136,16 @@ def _initial(contract: ChapterContract) -> tuple[dict[str, Any], list[dict[str, 
     form = {
         "storyline_id": data.get("storyline_id"), "excitement_type": data.get("excitement_type") or "",
         "required_world_rules": pre.get("required_world_rules") or [],
-        "states_before": _state_text(pre.get("character_states")), "states_after": _state_text(post.get("state_changes")),
+        "states_before": _state_text(pre.get("character_states")),
+        "states_after": _state_text(post.get("state_changes")),
         "foreshadowing": "\n".join(f"{k} = {v}" for k, v in (post.get("foreshadowing_updates") or {}).items()),
         "acceptance_criteria": "\n".join(data.get("acceptance_criteria") or []),
         "next_storyline": hint.get("next_storyline") or "", "bridge": hint.get("bridge") or "",
         "data_json": json.dumps(data, ensure_ascii=False, indent=2), "base_version": contract.version,
     }
     rows = [{**{k: o.get(k) for k in ("id", "type", "required", "description")},
-             "original": json.dumps(o, ensure_ascii=False)} for o in data.get("objectives") or [] if isinstance(o, dict)]
+             "original": json.dumps(o, ensure_ascii=False)}
+            for o in data.get("objectives") or [] if isinstance(o, dict)]
     return form, rows
 
 
@@ -168,7 +170,8 @@ def _contract_data(contract: ChapterContract, form: ContractForm, rows: forms.Ba
     data["acceptance_criteria"] = [line.strip() for line in values["acceptance_criteria"].splitlines() if line.strip()]
     if values["next_storyline"].strip() or values["bridge"].strip():
         data["transition_hint"] = {**(data.get("transition_hint") or {}),
-                                   "next_storyline": values["next_storyline"].strip(), "bridge": values["bridge"].strip()}
+                                   "next_storyline": values["next_storyline"].strip(),
+                                   "bridge": values["bridge"].strip()}
     elif "transition_hint" in data:
         data["transition_hint"] = None
     return data
@@ -217,7 +220,8 @@ def contract_edit(request, slug: str, chapter: int):
     rules = [(r.rule_id, f"{r.rule_id} · {r.rule[:60]}") for r in WorldRule.objects.filter(project=project)
              .order_by("rule_id").only("rule_id", "rule")]
     named = {rule_id for rule_id, _label in rules}
-    rules += [(rule_id, rule_id) for rule_id in (contract.data.get("preconditions") or {}).get("required_world_rules", [])
+    rules += [(rule_id, rule_id)
+              for rule_id in (contract.data.get("preconditions") or {}).get("required_world_rules", [])
               if isinstance(rule_id, str) and rule_id not in named]  # an id the world no longer has stays choosable
     initial, rows_initial = _initial(contract)
     form = ContractForm(request.POST or None, initial=initial, storylines=storylines, rules=rules)

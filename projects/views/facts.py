@@ -49,7 +49,8 @@ class StoryFactForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["kind"].choices = [(k, label("fact_kind", k)) for k in STORY_FACT_KINDS]
         self.fields["status"].choices = [(s, label("fact_status", s)) for s in STORY_FACT_STATUSES]
-        self.fields["characters"].choices = list(project.characters.order_by("slug").values_list("slug", "display_name"))
+        self.fields["characters"].choices = list(project.characters.order_by("slug")
+                                                 .values_list("slug", "display_name"))
         self.fields["storyline"].choices = [("", "—"), *project.storylines.values_list("slug", "name")]
         fids = list(project.foreshadowing.order_by("fid").values_list("fid", flat=True))
         kept = [f for f in (fact.foreshadowing if fact else []) if f not in fids]  # imported ids: kept, shown
@@ -117,6 +118,7 @@ def fact_edit(request, slug: str, fact_id: str | None = None):
             form.add_error(None, exc.message)
         else:
             messages.success(request, _("%(id)s saved.") % {"id": fact.fact_id})
-            return redirect(reverse("fact-list", args=[project.slug]) + ("?status=all" if fact.status != "open" else ""))
+            return redirect(reverse("fact-list", args=[project.slug])
+                            + ("?status=all" if fact.status != "open" else ""))
     history = list(fact.history.select_related("history_user").order_by("-history_date")[:20]) if fact else []
     return render(request, "projects/fact_edit.html", page_context(access, form=form, fact=fact, history=history))

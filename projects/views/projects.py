@@ -225,13 +225,15 @@ class ProjectSettingsForm(forms.Form):
     title = forms.CharField(label=gettext_lazy("Title"), max_length=200)
     brief = forms.CharField(label=gettext_lazy("Brief"), widget=forms.Textarea(attrs={"rows": 6}), required=False)
     autopilot_enabled = forms.BooleanField(label=gettext_lazy("Autopilot (nightly batches)"), required=False)
-    autopilot_chapters_per_night = forms.IntegerField(label=gettext_lazy("Chapters per night"), min_value=0, max_value=50)
+    autopilot_chapters_per_night = forms.IntegerField(label=gettext_lazy("Chapters per night"),
+                                                      min_value=0, max_value=50)
     autopilot_cost_cap_usd = forms.DecimalField(label=gettext_lazy("Cost cap per night (USD)"), min_value=0,
                                                 max_digits=8, decimal_places=2)
     manual_cost_cap_usd = forms.DecimalField(
         label=gettext_lazy("Cost cap per day for work started by hand (USD)"), min_value=0, max_digits=8,
         decimal_places=2)
-    gate_settings = forms.CharField(label=gettext_lazy("Gate thresholds (JSON)"), widget=forms.Textarea(attrs={"rows": 4}),
+    gate_settings = forms.CharField(label=gettext_lazy("Gate thresholds (JSON)"),
+                                    widget=forms.Textarea(attrs={"rows": 4}),
                                     required=False)
     lint_settings = forms.CharField(
         label=gettext_lazy("Craft lint thresholds (JSON)"), widget=forms.Textarea(attrs={"rows": 4}), required=False,
@@ -287,7 +289,8 @@ def settings_page_context(project) -> dict:
 def settings_view(request, slug: str):
     access = project_access(request, slug, Action.MANAGE)
     project = access.project
-    form = ProjectSettingsForm(request.POST or None, initial=_settings_initial(project), stage_models=project.stage_models)
+    form = ProjectSettingsForm(request.POST or None, initial=_settings_initial(project),
+                               stage_models=project.stage_models)
     if request.method == "POST" and form.is_valid():
         try:
             project_settings_update(project=project, editor=request.user,

@@ -66,7 +66,8 @@ class WorldDocForm(StoryForm):
     class Meta:
         model = WorldDoc
         fields = ["name", "content"]
-        labels = {"name": gettext_lazy("Name (the file name, e.g. geography)"), "content": gettext_lazy("Text (Markdown)")}
+        labels = {"name": gettext_lazy("Name (the file name, e.g. geography)"),
+                  "content": gettext_lazy("Text (Markdown)")}
         widgets = {"content": forms.Textarea(attrs={"rows": 24})}
 
 
@@ -152,7 +153,8 @@ def story_object_edit(request, slug: str, kind: str, key: str | None = None):
                    if name != spec.key and not field.disabled}
         try:
             if obj is None:
-                obj = story_object_create(instance=spec.model(project=project, **{spec.key: form.cleaned_data[spec.key]},
+                obj = story_object_create(instance=spec.model(project=project,
+                                                              **{spec.key: form.cleaned_data[spec.key]},
                                                               **changes), editor=request.user)
             else:
                 obj = story_object_update(obj=obj, editor=request.user, base_version=base_version, **changes)

@@ -52,7 +52,8 @@ def anti_ai_section(report: LintReport, blacklist: BlacklistReport,
         },
         "detected_humanize_techniques": [],
         "structural_rule_violations": [
-            {**_brief(findings[rule]), "name": RULES_BY_ID[rule].name} for rule in STRUCTURAL_RULES if rule in findings],
+            {**_brief(findings[rule]), "name": RULES_BY_ID[rule].name}
+            for rule in STRUCTURAL_RULES if rule in findings],
         "sentence_pattern_violations": list(patterns.values()),
         "blacklist_update_suggestions": [],
         "lint_findings": [_brief(f) for f in findings.values()],

@@ -161,7 +161,8 @@ class LintReport:
             rule = RULES_BY_ID[f.rule]
             level = "必须修改" if f.severity == HARD else "疑似问题"
             quotes = "；".join(f"【{e['text'][:40]}】" for e in f.evidence[:max_quotes] if e.get("text"))
-            out.append(f"- [{level}] {rule.name}（{f.rule}）×{f.count}：{f.message}" + (f" 例：{quotes}" if quotes else ""))
+            out.append(f"- [{level}] {rule.name}（{f.rule}）×{f.count}：{f.message}"
+                       + (f" 例：{quotes}" if quotes else ""))
         return "\n".join(out)
 
 
@@ -180,4 +181,5 @@ def lint_text(text: str, *, thresholds: Mapping[str, Any] | None = None, blackli
                    title=title, title_policy=_title_policy(title_policy),
                    word_range=_word_range(word_range), expect_heading=expect_heading)
     findings = [f for rule in RULE_FUNCTIONS.values() if (f := rule(doc)) is not None]
-    return LintReport(chars=doc.chars, findings=findings, indicators=indicators(doc), indicator_mode=indicator_mode(doc))
+    return LintReport(chars=doc.chars, findings=findings, indicators=indicators(doc),
+                      indicator_mode=indicator_mode(doc))

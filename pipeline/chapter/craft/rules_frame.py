@@ -63,7 +63,8 @@ def title(doc: Document) -> Finding | None:
         problems.append(f"章名 {size} 字，少于 {policy['min_chars']} 字")
     if size > int(policy["max_chars"]):
         problems.append(f"章名 {size} 字，超过 {policy['max_chars']} 字")
-    problems += [f"章名含禁用词“{w}”" for w in policy.get("banned_words") or [] if isinstance(w, str) and w and w in name]
+    problems += [f"章名含禁用词“{w}”" for w in policy.get("banned_words") or []
+                 if isinstance(w, str) and w and w in name]
     bad = sorted({ch for ch in name if ch in str(policy.get("forbidden_chars") or "")})
     if bad:
         problems.append("章名含禁用符号 " + " ".join(bad))

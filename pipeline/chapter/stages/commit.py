@@ -18,7 +18,8 @@ from projects.state_ops import StalePatch
 
 def _log(run, board: Blackboard, gate: dict) -> dict:
     stages = []
-    succeeded = (StageRun.objects.filter(run=run, status=StageRunStatus.SUCCEEDED).exclude(stage__in=("commit", "maintain"))
+    succeeded = (StageRun.objects.filter(run=run, status=StageRunStatus.SUCCEEDED)
+                 .exclude(stage__in=("commit", "maintain"))
                  .order_by("started_at", "pk").values_list("stage", "model", "duration_ms", "input_tokens",
                                                             "output_tokens", "cache_creation_tokens",
                                                             "cache_read_tokens", "cost_usd", "currency", "cost_known"))

@@ -18,7 +18,8 @@ LEVEL_LABELS = {"synopsis": "全书梗概", "volume": "卷摘要", "archive": "�
 
 def memory_text(levels: list[dict]) -> str:
     """The memory levels as the writer reads them: what each stands for, then its text."""
-    return "\n".join(f"[{LEVEL_LABELS.get(m['level'], m['level'])} 第{m['chapters'][0]}–{m['chapters'][1]}章] {m['text']}"
+    return "\n".join((f"[{LEVEL_LABELS.get(m['level'], m['level'])} "
+                      f"第{m['chapters'][0]}–{m['chapters'][1]}章] {m['text']}")
                      for m in levels)
 
 

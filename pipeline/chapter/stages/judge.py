@@ -90,7 +90,8 @@ def execute(claim: Claim, ctx: ChapterContext, board: Blackboard, on_text=None) 
               "lint_rules": [f.rule for f in lint.findings], **platform_slice(ctx.project, ctx.chapter, text)}
     settings = gate_settings_for(ctx.project)
     rubric = PromptBlock("judge-rubric", "system", template=prompt_template_source(
-        project_id=ctx.project.pk, name="judge_rubric.j2", has_overrides=getattr(ctx.project, "has_prompt_overrides", None)),
+        project_id=ctx.project.pk, name="judge_rubric.j2",
+        has_overrides=getattr(ctx.project, "has_prompt_overrides", None)),
         required=True, cacheable=True, priority=100)  # stable per project: cached after the bible
     blocks = [
         *system_blocks(ctx, ROLE, rubric),

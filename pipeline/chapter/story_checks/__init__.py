@@ -12,7 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipeline.chapter.story_checks.cast import gone_characters, misplaced_characters, text_placed_characters, unknown_people
+from pipeline.chapter.story_checks.cast import (
+    gone_characters,
+    misplaced_characters,
+    text_placed_characters,
+    unknown_people,
+)
 from pipeline.chapter.story_checks.roster import Roster
 from pipeline.chapter.story_checks.scene_text import SceneText
 from pipeline.chapter.story_checks.story_facts import (

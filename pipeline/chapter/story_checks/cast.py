@@ -27,8 +27,8 @@ SURNAMES = frozenset(
     "章鲁岳翟殷詹申欧耿关兰焦俞左柳甘祝包宁尚符舒阮柯纪梅童凌毕单季裴霍涂成苗谷盛曲翁冉骆蓝路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解"
     "牟艾尤阳时穆农司卓古吉缪简车项连芦麦褚娄窦戚岑景党宫费卜冷晏席卫米柏宗瞿桂全佟应臧闵苟邬边卞姬师和仇栾隋商刁沙荣巫寇桑郎"
     "甄丛仲虞敖巩明佘池乐匡钮燕凤")
-DOUBLE_SURNAMES = ("欧阳", "司马", "上官", "诸葛", "东方", "皇甫", "慕容", "令狐", "独孤", "南宫", "西门", "公孙", "尉迟",
-                   "宇文", "长孙", "夏侯", "轩辕", "端木", "百里", "司徒", "呼延", "第五")
+DOUBLE_SURNAMES = ("欧阳", "司马", "上官", "诸葛", "东方", "皇甫", "慕容", "令狐", "独孤", "南宫", "西门", "公孙",
+                   "尉迟", "宇文", "长孙", "夏侯", "轩辕", "端木", "百里", "司徒", "呼延", "第五")
 NOT_PERSON_ENDINGS = frozenset("家氏府门村庄帮派军宗族营寨楼阁殿国朝")  # 赵家, 林府: a clan or a place
 # jieba's dictionary tags many common words ``nr`` (胡来, 冷清, 石阶, 田埂, 明白); an invented name is
 # absent there (its prefixes are stored with frequency 0), so a word the dictionary counts is a word
@@ -36,9 +36,10 @@ COMMON_WORD_FREQ = 1
 SURNAME_FLAGS = frozenset({"nr", "nrt", "nrfg", "j", "ns"})
 GIVEN_NAME_FLAGS = frozenset("nag")  # noun, adjective or morpheme after a lone surname: 王大锤, 李小白
 # Common words jieba tags ``nr`` that start with a surname character
-NOT_NAMES = frozenset({"明白", "高兴", "安静", "文字", "江湖", "金色", "黄色", "白色", "黎明", "温柔", "常常", "方才", "时候",
-                       "于是", "万一", "向来", "成功", "和尚", "石头", "龙头", "金子", "关于", "令人", "宁可", "凌乱",
-                       "余光", "史上", "华丽", "龙王", "师父", "师兄", "师姐", "师妹", "师弟", "路上", "武功", "安全"})
+NOT_NAMES = frozenset({"明白", "高兴", "安静", "文字", "江湖", "金色", "黄色", "白色", "黎明", "温柔", "常常", "方才",
+                       "时候", "于是", "万一", "向来", "成功", "和尚", "石头", "龙头", "金子", "关于", "令人", "宁可",
+                       "凌乱", "余光", "史上", "华丽", "龙王", "师父", "师兄", "师姐", "师妹", "师弟", "路上", "武功",
+                       "安全"})
 
 
 def acting(scene: SceneText, hit: NameHit) -> bool:
@@ -47,7 +48,8 @@ def acting(scene: SceneText, hit: NameHit) -> bool:
     if scene.in_dialogue(hit.start) or scene.in_memory_frame(hit.start):
         return False
     clause = scene.clause(hit.start)
-    if is_present_object(scene.text, hit.start, clause.start) and not scene.text[hit.end:].startswith(PASSIVE_AFTER_NAME):
+    if is_present_object(scene.text, hit.start, clause.start) \
+            and not scene.text[hit.end:].startswith(PASSIVE_AFTER_NAME):
         return True
     return is_subject(scene.text, hit.start, clause.start) and acts_after(scene.text, hit.end, clause.end)
 

@@ -86,5 +86,6 @@ def touched_foreshadowing(project: Project, ids: Iterable[str]) -> list[dict[str
     rows = project.foreshadowing.filter(fid__in=wanted).values(
         "fid", "description", "status", "scope", "target_resolve_start", "target_resolve_end", "last_updated_chapter")
     found = {row["fid"]: row for row in rows}
-    return [{"id": fid, **({k: v for k, v in found[fid].items() if k != "fid"} if fid in found else {"status": "未登记"})}
+    return [{"id": fid, **({k: v for k, v in found[fid].items() if k != "fid"} if fid in found
+                           else {"status": "未登记"})}
             for fid in wanted]

@@ -47,7 +47,8 @@ def _holds(state: Mapping[str, Any] | None, slug: str, item: str, delta_ops: Seq
 def _item_ops(delta_ops: Iterable[Mapping[str, Any]], slug: str, item: str) -> bool:
     """The chapter's delta gives ``item`` to ``slug`` (so using it here is the story moving on)."""
     for op in delta_ops:
-        if isinstance(op, Mapping) and op.get("op") in ("add", "set") and op.get("path") == f"characters.{slug}.inventory":
+        if isinstance(op, Mapping) and op.get("op") in ("add", "set") \
+                and op.get("path") == f"characters.{slug}.inventory":
             values = op.get("value") if isinstance(op.get("value"), list) else [op.get("value")]
             if any(isinstance(v, str) and item_core(v) == item for v in values):
                 return True

@@ -70,7 +70,8 @@ def tree_story_inputs(reader: TreeReader, chapter: int, delta: Any) -> StoryInpu
     ops = delta.get("ops") if isinstance(delta, dict) else None
     state = reader.json_object(paths.CURRENT_STATE, quiet=True) or {}
     place, planned = _place_and_plans(reader, chapter)
-    profile = reader.json_object("platform-profile.json", quiet=True) if reader.exists("platform-profile.json") else None
+    profile = (reader.json_object("platform-profile.json", quiet=True) if reader.exists("platform-profile.json")
+               else None)
     return StoryInputs(characters=_roster(reader), state=state, place=place,
                        delta_ops=[op for op in ops if isinstance(op, dict)] if isinstance(ops, list) else [],
                        ledger=_ledger(reader), history_ops=_history(reader), rules=_rules(reader),

@@ -140,7 +140,8 @@ class OfflineBackend:
         if failing and fault["kind"] in FAULT_ERRORS:
             error, status, message = FAULT_ERRORS[fault["kind"]]
             self._wait(config.latency_ms / 2)
-            raise error(f"{request.stage}: {message}", status_code=status, request_id=f"offline-{rng.randrange(1 << 32):08x}")
+            raise error(f"{request.stage}: {message}", status_code=status,
+                        request_id=f"offline-{rng.randrange(1 << 32):08x}")
         text = self._text(request, rng, malformed_output=failing and fault["kind"] == "malformed")
         cut = len(text) // 2 if failing and fault["kind"] == "truncated" else None
         self._stream(text[:cut] if cut is not None else text, on_text, request.stream)

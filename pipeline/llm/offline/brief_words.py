@@ -20,7 +20,8 @@ MAX_WORDS = 8
 CJK_WORD = re.compile(r"^[\u4e00-\u9fff]{2,6}$")
 # A noun ending in one of these names a place (面馆, 废土, 雪原, 渡口 …); ending in the next ones,
 # a person (老板娘, 剑客, 医师 …). jieba tags both ``n``; the ending is the cheapest honest guess.
-PLACE_ENDINGS = frozenset("馆店铺城镇村庄寨山峰岭谷河湖海岛港湾街巷楼宫殿寺庙观府院原林关州国都市土漠境域岸堡营站场园口洲坊")
+PLACE_ENDINGS = frozenset("馆店铺城镇村庄寨山峰岭谷河湖海岛港湾街巷楼宫殿寺庙观府院原林关州国都市"
+                          "土漠境域岸堡营站场园口洲坊")
 PERSON_ENDINGS = frozenset("娘人者师客王女儿生手长官主匠婆翁妇兵士侠医僧姬郎爷叔姐妹哥弟徒商探")
 # Words of the brief's frame rather than of its story.
 STOPWORDS = frozenset({"故事", "小说", "主角", "作者", "世界", "时候", "东西", "事情", "一切", "自己", "问题"})

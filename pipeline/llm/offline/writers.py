@@ -12,9 +12,9 @@ Each writer takes ``(slice, rng)`` and returns ``{tag: content}``. The slices ea
 - ``refine``: chapter_text, blacklist, lint_targets [{rule, severity, name, evidence [{start, end}]}];
   answers ``edits`` (JSON list of {find, replace, reason}) that fix every hard finding, then blacklist words.
 - ``judge`` / ``quickstart:results``: chapter, objectives [{id, description, required}],
-  score_mode ("normal" | "low" | "revise" | "incomplete": one dimension left out), and from the platform hook_policy, golden_gates,
-  chapter_ending; answers ``evaluation`` (JSON: 8 scores plus hook_strength, the ``hook`` verdict,
-  and ``golden_chapter_gates`` checks when the chapter has gates).
+  score_mode ("normal" | "low" | "revise" | "incomplete": one dimension left out), and from the platform
+  hook_policy, golden_gates, chapter_ending; answers ``evaluation`` (JSON: 8 scores plus hook_strength,
+  the ``hook`` verdict, and ``golden_chapter_gates`` checks when the chapter has gates).
 - ``plan`` / ``quickstart:f0``: volume, chapter_start, chapter_end, storylines [slug], characters,
   previous_state_keys [slug]; answers ``outline``, ``schedule``, ``foreshadowing``,
   ``new_characters`` and ``contracts`` that pass the facts §6 validation.
@@ -108,8 +108,8 @@ def summarize(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
 
 EVENT_TURNS = ["却发现事情比预想的复杂", "付出了不小的代价", "与同伴起了分歧", "得到一条意外的线索",
                "暂时稳住了局面", "被迫改变了计划"]
-EVENT_CLUES = ["一封没有署名的旧信", "半张残破的地图", "一枚刻着暗纹的铜钱", "客栈掌柜含糊的证词", "雪地里一行陌生的脚印",
-               "石壁上新刻的记号"]
+EVENT_CLUES = ["一封没有署名的旧信", "半张残破的地图", "一枚刻着暗纹的铜钱", "客栈掌柜含糊的证词",
+               "雪地里一行陌生的脚印", "石壁上新刻的记号"]
 EVENT_ENDINGS = ["有人在暗处盯上了他们", "约定的接应没有出现", "一个旧识的名字被重新提起", "下一站的路被大雪封住",
                  "身边的人似乎隐瞒了什么"]
 SUMMARY_EVENT_CHARS = 260  # facts §10.10: a summary is at most 300 characters; its events about this
@@ -194,7 +194,8 @@ def _hook(slice_: dict[str, Any], mode: str, rng: random.Random) -> dict[str, An
     strength = max(floor, rng.randint(4, 5) if mode == "normal" else 3)
     ending = str(slice_.get("chapter_ending") or "").strip()
     return {"present": True, "type": types[slice_["chapter"] % len(types)],
-            "evidence": ending[-60:] or "（离线）结尾留下了悬念", "reason": "离线评审：结尾留有悬念", "strength": strength}
+            "evidence": ending[-60:] or "（离线）结尾留下了悬念", "reason": "离线评审：结尾留有悬念",
+            "strength": strength}
 
 
 def judge(slice_: dict[str, Any], rng: random.Random) -> dict[str, str]:
@@ -323,7 +324,8 @@ def _opening_cast(slice_: dict[str, Any]) -> list[tuple[str, str, str]]:
     pick, taken, cast = words.rng("cast"), set(), []
     for i, name in enumerate(names):
         role = words.roles[i] if i < len(words.roles) else FALLBACK_ROLES[i % len(FALLBACK_ROLES)]
-        profile = pick.choice([f"{name}，{role}，在{words.place(i)}讨生活。{name}与{words.thing(i)}之间有一段说不清的牵连。",
+        profile = pick.choice([(f"{name}，{role}，在{words.place(i)}讨生活。"
+                                f"{name}与{words.thing(i)}之间有一段说不清的牵连。"),
                                f"{name}是{words.place(i)}的{role}，嘴上不饶人，心里记着{words.thing(i)}的事。",
                                f"{name}，{role}。来{words.place(i)}之前的事，{name}从不提起，只守着{words.thing(i)}。"])
         cast.append((name_slug(name, taken), name, profile))

@@ -1,8 +1,9 @@
 """``python manage.py novel <subcommand>``: the command-line face of Novelsite.
 
 Subcommands: ``demo`` (load the demo novel), ``status``, ``next`` and ``advance`` (a project, or an exported
-tree with ``--tree``), ``packet``, ``prompt`` (what a chapter stage would send the model), ``validate --tree``, ``import-step``, ``plan``, ``answer``, ``rewrite``, ``promote``, ``ask validate``,
-``write``, ``export``, ``import`` and ``lint`` (craft lints of a chapter or a chapter file). With ``--json`` the output is the
+tree with ``--tree``), ``packet``, ``prompt`` (what a chapter stage would send the model), ``validate --tree``,
+``import-step``, ``plan``, ``answer``, ``rewrite``, ``promote``, ``ask validate``, ``write``, ``export``,
+``import`` and ``lint`` (craft lints of a chapter or a chapter file). With ``--json`` the output is the
 original tool's envelope (facts §1): ``{"ok": true, "command", "data"}`` or
 ``{"ok": false, "command", "error": {"message", "code"}}`` with exit code 2.
 """
@@ -67,7 +68,8 @@ class Command(BaseCommand):
         packet.add_argument("project", help="Project slug.")
         packet.add_argument("step", help="Step id, e.g. chapter:004:draft, volume:outline, quickstart:world.")
         packet.add_argument("--embed-brief", action="store_true", help="Embed the first 2000 characters of the brief.")
-        packet.add_argument("--write", metavar="TREE", help="Also write it to TREE/staging/manifests/<step>.packet.json.")
+        packet.add_argument("--write", metavar="TREE",
+                            help="Also write it to TREE/staging/manifests/<step>.packet.json.")
         prompt = sub.add_parser("prompt", help="The exact request a chapter stage would send the model (system and "
                                                "messages in order, with the cache markers) and its receipt; "
                                                "nothing is sent.")
@@ -450,7 +452,8 @@ class Command(BaseCommand):
         for finding in report.findings:
             rate = f"，每千字 {finding.rate_per_kchars}" if finding.rate_per_kchars is not None else ""
             style = self.style.ERROR if finding.severity == "hard" else self.style.WARNING
-            write(style(f"[{finding.severity}] {finding.rule}（{RULES_BY_ID[finding.rule].name}）×{finding.count}{rate}"))
+            write(style(f"[{finding.severity}] {finding.rule}（{RULES_BY_ID[finding.rule].name}）"
+                        f"×{finding.count}{rate}"))
             write(f"    {finding.message}")
             for item in finding.evidence[:5]:
                 write(f"    {item['start']}-{item['end']}: {item['text'][:60]}")
@@ -479,7 +482,8 @@ class Command(BaseCommand):
         if data["error"]:
             error = data["error"]
             where = ", ".join(filter(None, [f"run {error['run_id']}" if error["run_id"] else "",
-                                            error["run_kind"], f"chapter {error['chapter']}" if error["chapter"] else "",
+                                            error["run_kind"],
+                                            f"chapter {error['chapter']}" if error["chapter"] else "",
                                             error["at"]]))
             write(self.style.ERROR(f"  error:      {error['stage'] + ': ' if error['stage'] else ''}{error['error']}"
                                    + (f" ({where})" if where else "")))

@@ -121,7 +121,8 @@ def gate_answer(request, slug: str, question_id: int):
         raise Http404(_("No such question."))
     try:
         llm_work_admit(project=access.project, user=request.user)
-        gate_answer_submit(question_id=question.pk, answers=answers_from_post(question, request.POST), user=request.user)
+        gate_answer_submit(question_id=question.pk, answers=answers_from_post(question, request.POST),
+                           user=request.user)
     except NovelsiteError as exc:
         flash_error(request, exc)
         return redirect("gates", slug=slug)
