@@ -967,13 +967,15 @@ def report_part3(result: dict[str, Any], rows: list[tuple]) -> None:
 
 def print_table(rows: list[tuple], errors: dict[str, str]) -> None:
     print()
-    header = f"{'figure':<26} {'measured':>18} {'target':>12} {'':>5}"
+    width = max([26, *(len(row[0]) for row in rows)])
+    target_width = max([12, *(len(row[2]) for row in rows)])
+    header = f"{'figure':<{width}} {'measured':>18} {'target':>{target_width}} {'':>5}"
     print(header)
     print("-" * len(header))
     for name, measured, target, ok in rows:
-        print(f"{name:<26} {measured:>18} {target:>12} {ok:>5}")
+        print(f"{name:<{width}} {measured:>18} {target:>{target_width}} {ok:>5}")
     for part, error in errors.items():
-        print(f"{'part ' + part:<26} {'not measured':>18} {'':>12} {'FAIL':>5}")
+        print(f"{'part ' + part:<{width}} {'not measured':>18} {'':>{target_width}} {'FAIL':>5}")
     failed = [r[0] for r in rows if r[3] == "FAIL"] + [f"part {p} (not measured)" for p in errors]
     print()
     judged = [r for r in rows if r[3] in ("PASS", "FAIL")]

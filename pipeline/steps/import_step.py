@@ -205,7 +205,7 @@ def external_run_take_over(*, run_id: int, user=None) -> PipelineRun:
 def _pause_answer_import(project_id: int, tree: Path, number: int, step: str, user) -> Imported:
     """A paused chapter's answer, written by an outside adapter at the question's ``answer_path``
     (facts §14.5: an invalid answer is a hard error, a missing one leaves the step blocked), is
-    the person's decision: stored and applied as if answered on the site (``chapter_gate``)."""
+    the person's decision: stored and applied as if answered on the site (``pipeline.chapter.pause``)."""
     project = Project.objects.get(pk=project_id)
     question = open_pause_question(project, number)
     if question is None:
