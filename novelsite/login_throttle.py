@@ -6,7 +6,7 @@ tokens made in the admin or with ``drf_create_token``, and the web session).
 Counters live in Django's cache (``CACHES``: per process by default, shared across processes with
 ``CACHE_URL``). A failure counts for ``NOVELSITE_LOGIN_FAILURE_WINDOW`` seconds; reaching
 ``NOVELSITE_LOGIN_MAX_FAILURES_PER_ACCOUNT`` (per user name) or ``..._PER_ADDRESS`` (per client
-address, ``REMOTE_ADDR``) locks for ``NOVELSITE_LOGIN_LOCKOUT_SECONDS``. A successful sign-in clears
+address, ``client_address``) locks for ``NOVELSITE_LOGIN_LOCKOUT_SECONDS``. A successful sign-in clears
 its account's counter and lock, not the address's: one good account does not unlock guessing others.
 """
 from __future__ import annotations
@@ -24,6 +24,19 @@ from django.http import HttpRequest
 from django.utils.translation import ngettext
 
 
+def client_address(request: HttpRequest) -> str:
+    """The client's address: ``REMOTE_ADDR``, or, behind ``NOVELSITE_PROXY_HOPS`` proxies that each
+    append the address they saw to X-Forwarded-For, the one the outermost proxy saw (counted from
+    the right: what a client writes in the header itself stays to the left of it). A request with
+    fewer entries than proxies did not come through them all: its own ``REMOTE_ADDR`` counts."""
+    remote = request.META.get("REMOTE_ADDR", "")
+    hops = getattr(settings, "NOVELSITE_PROXY_HOPS", 0)
+    if hops <= 0:
+        return remote
+    forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
+    return forwarded[-hops] if len(forwarded) >= hops else remote
+
+
 def _limit(name: str, default: int) -> int:
     return int(getattr(settings, name, default))
 
@@ -36,7 +49,7 @@ def _keys(kind: str, value: str) -> tuple[str, str]:
 def _subjects(request: HttpRequest | None, username: str) -> list[tuple[str, str, int]]:
     subjects = [("account", username.strip().casefold(),
                  _limit("NOVELSITE_LOGIN_MAX_FAILURES_PER_ACCOUNT", 5))]
-    address = request.META.get("REMOTE_ADDR", "") if request is not None else ""
+    address = client_address(request) if request is not None else ""
     if address:
         subjects.append(("address", address, _limit("NOVELSITE_LOGIN_MAX_FAILURES_PER_ADDRESS", 20)))
     return subjects

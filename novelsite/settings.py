@@ -353,6 +353,10 @@ NOVELSITE_LOGIN_MAX_FAILURES_PER_ACCOUNT = env.int("NOVELSITE_LOGIN_MAX_FAILURES
 NOVELSITE_LOGIN_MAX_FAILURES_PER_ADDRESS = env.int("NOVELSITE_LOGIN_MAX_FAILURES_PER_ADDRESS", default=20)
 NOVELSITE_LOGIN_FAILURE_WINDOW = env.int("NOVELSITE_LOGIN_FAILURE_WINDOW", default=15 * 60)
 NOVELSITE_LOGIN_LOCKOUT_SECONDS = env.int("NOVELSITE_LOGIN_LOCKOUT_SECONDS", default=15 * 60)
+# How many proxies in front of the app append the address they saw to X-Forwarded-For (the docker
+# stack's nginx: 1). The sign-in throttle counts the address the outermost of them saw; 0 (no proxy)
+# counts REMOTE_ADDR. Never more than the real number: a client could then choose its own address.
+NOVELSITE_PROXY_HOPS = env.int("NOVELSITE_PROXY_HOPS", default=0)
 
 # --- Novelsite ---------------------------------------------------------------------------------
 NOVELSITE_REQUIRE_SERVICES = env.bool("REQUIRE_SERVICES", default=False)

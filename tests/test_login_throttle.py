@@ -89,3 +89,40 @@ def test_a_wrong_password_below_the_limit_keeps_the_usual_message(make_user):
     response = _login(Client(), "web", "erin", "wrong", language="en")
     assert "didn&#x27;t match" in response.content.decode() or "didn't match" in response.content.decode()
     assert "Too many" not in response.content.decode()
+
+
+def test_behind_the_stacks_proxy_each_client_is_counted_by_its_own_address(make_user, settings):
+    """Behind nginx every request comes from nginx's address; with NOVELSITE_PROXY_HOPS=1 the
+    throttle counts the address nginx appended, so one guesser does not lock everyone out, and
+    what a client writes into X-Forwarded-For itself does not help it."""
+    settings.NOVELSITE_PROXY_HOPS = 1
+    make_user("carol")
+    nginx = "172.18.0.5"
+    for n in range(20):  # the guesser forges a new address each time, to the left of nginx's entry
+        Client().post("/login/", {"username": f"guess-{n}", "password": "wrong"}, REMOTE_ADDR=nginx,
+                      HTTP_X_FORWARDED_FOR=f"10.9.9.{n}, 198.51.100.66")
+    guesser = Client()
+    response = guesser.post("/login/", {"username": "carol", "password": "pw-carol"}, REMOTE_ADDR=nginx,
+                            HTTP_X_FORWARDED_FOR="10.1.1.1, 198.51.100.66", HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert "登录失败次数过多" in response.content.decode() and not _signed_in(guesser)
+    someone_else = Client()
+    response = someone_else.post("/login/", {"username": "carol", "password": "pw-carol"}, REMOTE_ADDR=nginx,
+                                 HTTP_X_FORWARDED_FOR="198.51.100.7")
+    assert response.status_code == 302 and _signed_in(someone_else)
+
+
+@pytest.mark.parametrize(("hops", "forwarded", "expected"), [
+    (0, "198.51.100.7", "192.0.2.9"),  # no proxy trusted: the header is ignored
+    (1, "198.51.100.7", "198.51.100.7"),
+    (1, "6.6.6.6, 198.51.100.7", "198.51.100.7"),  # a forged entry stays on the left
+    (2, "6.6.6.6, 198.51.100.7, 10.0.0.2", "198.51.100.7"),  # TLS proxy, then nginx
+    (2, "198.51.100.7", "192.0.2.9"),  # fewer entries than proxies: it did not come through them
+    (1, "", "192.0.2.9"),
+    (1, " , ", "192.0.2.9"),
+])
+def test_the_client_address_is_counted_from_the_right(settings, rf, hops, forwarded, expected):
+    from novelsite.login_throttle import client_address
+
+    settings.NOVELSITE_PROXY_HOPS = hops
+    request = rf.get("/", REMOTE_ADDR="192.0.2.9", HTTP_X_FORWARDED_FOR=forwarded)
+    assert client_address(request) == expected
