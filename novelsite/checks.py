@@ -22,14 +22,29 @@ def celery_settings_check(app_configs=None, **kwargs) -> list[Error]:
                 id="novelsite.E002",
             )
         )
-    for name in ("NOVELSITE_LEASE_SECONDS", "NOVELSITE_RECONCILE_SECONDS"):
+    # a backoff of 0 turns Celery's backoff off: a failed stage would be retried after Celery's fixed 3 minutes
+    for name in ("NOVELSITE_LEASE_SECONDS", "NOVELSITE_RECONCILE_SECONDS", "NOVELSITE_STAGE_RETRY_BACKOFF"):
         if getattr(settings, name) < 1:
             errors.append(Error(f"{name} must be at least 1 second.", id="novelsite.E004"))
+    errors += _spending_rate_errors()
     if settings.NOVELSITE_BATCH_CACHE_TTL not in ("5m", "1h"):
         errors.append(Error(f"NOVELSITE_BATCH_CACHE_TTL must be 5m or 1h, not {settings.NOVELSITE_BATCH_CACHE_TTL!r}.",
                             id="novelsite.E005"))
     if settings.CELERY_TASK_SOFT_TIME_LIMIT >= settings.CELERY_TASK_TIME_LIMIT:
         errors.append(Error("CELERY_TASK_SOFT_TIME_LIMIT must be below CELERY_TASK_TIME_LIMIT.", id="novelsite.E003"))
+    return errors
+
+
+def _spending_rate_errors() -> list[Error]:
+    from pipeline.nightly.spending import Rate
+
+    errors = []
+    for key, variable in (("user_rate", "NOVELSITE_LLM_RATE_PER_USER"),
+                          ("project_rate", "NOVELSITE_LLM_RATE_PER_PROJECT")):
+        try:
+            Rate.parse(settings.NOVELSITE_SPENDING[key])
+        except ValueError as exc:
+            errors.append(Error(f"{variable}: {exc}.", id="novelsite.E006"))
     return errors
 
 

@@ -358,9 +358,6 @@ NOVELSITE_LOGIN_LOCKOUT_SECONDS = env.int("NOVELSITE_LOGIN_LOCKOUT_SECONDS", def
 # counts REMOTE_ADDR. Never more than the real number: a client could then choose its own address.
 NOVELSITE_PROXY_HOPS = env.int("NOVELSITE_PROXY_HOPS", default=0)
 
-# --- Novelsite ---------------------------------------------------------------------------------
-NOVELSITE_REQUIRE_SERVICES = env.bool("REQUIRE_SERVICES", default=False)
-
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -34,7 +34,7 @@ SETTINGS = ROOT / "novelsite" / "settings.py"
 # that reads it (checked: the name must occur there, so an entry cannot outlive its code).
 READ_ELSEWHERE = {
     # the test run (README "Running the tests")
-    "REQUIRE_SERVICES": "tests/conftest.py",  # also read by the settings (NOVELSITE_REQUIRE_SERVICES)
+    "REQUIRE_SERVICES": "tests/conftest.py",
     "NOVELSITE_CHROMIUM": "tests/conftest.py",  # the browser tests' Chromium
     "PYTEST_WORKERS": "Makefile",  # make test: pytest-xdist processes
     "PYTEST_ARGS": "Makefile",  # make test: extra pytest arguments

@@ -269,6 +269,26 @@ def test_check_reports_soft_time_limit_not_below_hard_limit(settings):
     assert [error.id for error in celery_settings_check()] == ["novelsite.E003"]
 
 
+def test_check_refuses_a_backoff_of_zero_and_a_rate_that_does_not_parse(settings):
+    from novelsite.checks import celery_settings_check
+
+    settings.NOVELSITE_STAGE_RETRY_BACKOFF = 0  # Celery would wait its fixed 3 minutes instead
+    settings.NOVELSITE_SPENDING = {**settings.NOVELSITE_SPENDING, "user_rate": "30 an hour", "project_rate": "0/hour"}
+    errors = celery_settings_check()
+    assert [error.id for error in errors] == ["novelsite.E004", "novelsite.E006", "novelsite.E006"]
+    assert "NOVELSITE_STAGE_RETRY_BACKOFF" in errors[0].msg
+    assert "NOVELSITE_LLM_RATE_PER_USER" in errors[1].msg and "30 an hour" in errors[1].msg
+
+
+@pytest.mark.parametrize("text", ["", "30", "30/", "x/hour", "30/week", "-1/hour", "0/minute", "1.5/hour"])
+def test_a_spending_rate_that_is_not_a_rate_is_a_value_error(text):
+    from pipeline.nightly.spending import Rate
+
+    with pytest.raises(ValueError, match="not a rate"):
+        Rate.parse(text)
+    assert Rate.parse("30/hour") == Rate(30, 3600) and Rate.parse("5/m") == Rate(5, 60)
+
+
 # --- 3. Health and management checks -----------------------------------------------------------
 
 

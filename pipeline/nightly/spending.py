@@ -49,9 +49,13 @@ class Rate:
 
     @classmethod
     def parse(cls, text: str) -> Rate:
-        """``"30/hour"``, ``"5/minute"``, ``"100/day"``, ``"2/second"`` (DRF's spelling)."""
-        count, _slash, period = text.partition("/")
-        seconds = {"s": 1, "m": 60, "h": 3600, "d": 86400}[period.strip()[0]]
+        """``"30/hour"``, ``"5/minute"``, ``"100/day"``, ``"2/second"`` (DRF's spelling); ValueError
+        for anything else (``manage.py check`` reports a wrong setting before a request meets it)."""
+        count, _slash, period = str(text).partition("/")
+        seconds = {"s": 1, "m": 60, "h": 3600, "d": 86400}.get(period.strip()[:1])
+        if seconds is None or not count.strip().isdigit() or int(count) < 1:
+            raise ValueError(f"{text!r} is not a rate such as 30/hour (a count of at least 1 per second, "
+                             "minute, hour or day)")
         return cls(int(count), seconds)
 
 
