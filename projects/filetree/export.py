@@ -24,7 +24,7 @@ from projects.filetree.fidelity import faithful_files
 from projects.filetree.hooks import extension_files, staging_files
 from projects.filetree.platform_files import exported_profile, platform_files, profile_travels_in_novelsite_file
 from projects.ids import volume_for_chapter
-from projects.models import Chapter, Project
+from projects.models import Chapter, Project, VoiceSample
 from projects.services.facts import story_fact_as_json
 
 CHAPTER_BATCH = 200
@@ -262,6 +262,15 @@ def _facts(project: Project) -> Iterator[tuple[str, bytes]]:
         yield paths.NOVELSITE_FACTS, dump_json({"facts": rows})
 
 
+def _voice_sample(project: Project) -> Iterator[tuple[str, bytes]]:
+    """The sample of the wanted voice: its text and whose it is (the statistics are measured again
+    on import)."""
+    sample = VoiceSample.objects.filter(project=project).first()
+    if sample is not None:
+        yield paths.NOVELSITE_VOICE_SAMPLE, dump_json({"source_type": sample.source_type,
+                                                        "file_name": sample.file_name, "text": sample.text})
+
+
 def tree_files(project: Project) -> Iterator[tuple[str, bytes]]:
     """Every file of the project's tree, in a fixed order. Never ``.novel.lock/``."""
     written: set[str] = set()
@@ -269,7 +278,8 @@ def tree_files(project: Project) -> Iterator[tuple[str, bytes]]:
     sections: Iterable[Iterator[tuple[str, bytes]]] = (
         _project_files(project, originals), _research_and_world(project), _characters(project), _storylines(project),
         _volumes(project, originals), _chapters(project, originals), _state(project), _foreshadowing(project),
-        _archives(project), _facts(project), extension_files(project), staging_files(project),
+        _archives(project), _facts(project), _voice_sample(project), extension_files(project),
+        staging_files(project),
     )
     for section in sections:
         for path, data in faithful_files(section, originals):

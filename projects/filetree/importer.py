@@ -49,6 +49,7 @@ from projects.models import (
     StoryFact,
     StoryState,
     Storyline,
+    VoiceSample,
     Volume,
     VolumeStateSnapshot,
     WorldDoc,
@@ -60,6 +61,7 @@ from projects.slugs import slug_not_available_message, slug_unavailable_message
 from projects.state_ops import empty_state
 from projects.text_stats import count_chars
 from projects.vocabulary import OrchestratorState, legacy_state
+from projects.voice_stats import voice_statistics
 
 BATCH = 500
 
@@ -145,6 +147,9 @@ def _write(tree: ParsedTree, slug: str, owner: AbstractBaseUser | None) -> Proje
     if unbound:
         tree.warnings.append(f"{paths.NOVELSITE_FACTS}: facts naming characters the tree does not have "
                              f"({', '.join(unbound)}) were kept without them")
+    if tree.voice_sample is not None:  # its statistics are measured again, by the same code as on the voice page
+        VoiceSample.objects.create(project=project, statistics=voice_statistics(tree.voice_sample["text"]),
+                                   **tree.voice_sample)
     taken = extension_read(project, tree.extra_files)  # e.g. promotions/: read back by the pipeline
     staged, notes = staging_read(project, tree.extra_files)  # an in-flight chapter's work: its run (#20 item 3)
     taken |= staged

@@ -24,7 +24,10 @@ from projects.ids import is_slug, volume_for_chapter
 from projects.json_validation import json_issues
 from projects.models.project import BRIEF_MAX_CHARS
 from projects.models.storylines import STORYLINE_MEMORY_MAX_CHARS
+from projects.errors import InvalidData
+from projects.models.voice import VoiceSource
 from projects.services.facts import story_facts_file_issues
+from projects.services.voice import clean_sample_text
 from projects.text_stats import count_chars
 from projects.state_ops import PatchError, replay
 from projects.vocabulary import legacy_state
@@ -68,6 +71,7 @@ class ParsedTree:
     foreshadowing: list[dict] = field(default_factory=list)
     archives: list[dict] = field(default_factory=list)
     facts: list[dict] = field(default_factory=list)  # novelsite/facts.json (issue #18)
+    voice_sample: dict | None = None  # novelsite/voice-sample.json: text, source_type, file_name (#17 §3)
     extra_files: dict[str, str] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -344,6 +348,22 @@ def _facts(tree, match, path, data):
     tree.facts = body["facts"]
 
 
+def _voice_sample(tree, match, path, data):
+    body = load_json(data, path)
+    if not isinstance(body, dict):
+        raise TreeError(path, "must be an object with text, source_type and file_name")
+    text, source, name = body.get("text"), body.get("source_type", VoiceSource.ORIGINAL), body.get("file_name", "")
+    if not isinstance(text, str) or not isinstance(name, str):
+        raise TreeError(path, "$.text and $.file_name must be strings")
+    if source not in VoiceSource.values:
+        raise TreeError(path, f"$.source_type must be one of {', '.join(VoiceSource.values)}, not {source!r}")
+    try:
+        text = clean_sample_text(text)
+    except InvalidData as exc:
+        raise TreeError(path, f"$.text: {exc.message}") from exc
+    tree.voice_sample = {"text": text, "source_type": source, "file_name": name[:200]}
+
+
 # Order matters: chapters before their summaries, evaluations and logs.
 HANDLERS: list[tuple[re.Pattern | str, Callable]] = [
     (paths.CHECKPOINT, _checkpoint),
@@ -355,6 +375,7 @@ HANDLERS: list[tuple[re.Pattern | str, Callable]] = [
     *platform_files.HANDLERS,
     (paths.NOVELSITE_ARCHIVES, _archives),
     (paths.NOVELSITE_FACTS, _facts),
+    (paths.NOVELSITE_VOICE_SAMPLE, _voice_sample),
     (paths.RESEARCH_RE, _research),
     (paths.WORLD_RULES, _world_rules),
     (paths.WORLD_DOC_RE, _world_doc),

@@ -24,6 +24,7 @@ GLOBAL_FORESHADOWING = "foreshadowing/global.json"
 NOVELSITE_PROJECT = "novelsite/project.json"
 NOVELSITE_ARCHIVES = "novelsite/archived-summaries.json"
 NOVELSITE_FACTS = "novelsite/facts.json"  # the facts ledger (issue #18)
+NOVELSITE_VOICE_SAMPLE = "novelsite/voice-sample.json"  # the wanted voice's sample (issue #17 §3)
 
 
 GENERATED = frozenset({WORLD_CHANGELOG, CHARACTERS_CHANGELOG})
